@@ -1,0 +1,954 @@
+//! `sluice.toml` and `mcp.json`, from raw text to a validated [`Config`].
+//!
+//! Parsing collects **every** problem it can before giving up, each as a
+//! [`Diagnostic`] that names where it is, the key, the value and what is
+//! allowed, so one run of `sluice config check` shows every mistake. Unknown
+//! keys in `sluice.toml` are errors: a typo must not pass silently.
+//!
+//! Environment variables are read through a lookup function passed in, so
+//! this module stays pure and tests never touch the process environment.
+
+use std::collections::BTreeMap;
+use std::fmt;
+use std::net::SocketAddr;
+use std::ops::Range;
+use std::path::PathBuf;
+use std::time::Duration;
+
+use serde::Deserialize;
+use serde_json::Value;
+use toml::Spanned;
+
+use crate::naming;
+
+/// The default HTTP listen address (loopback only).
+pub const DEFAULT_LISTEN: &str = "127.0.0.1:8787";
+/// The path of the MCP endpoint.
+pub const MCP_PATH: &str = "/mcp";
+/// The default tool and prompt name separator.
+pub const DEFAULT_SEPARATOR: &str = "__";
+
+/// A validated configuration.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Config {
+    /// `[server]`.
+    pub server: ServerConfig,
+    /// `[[upstream]]`, in file order (the order that breaks ties).
+    pub upstreams: Vec<UpstreamConfig>,
+}
+
+/// `[server]`: how sluice serves its clients.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ServerConfig {
+    /// `listen`: the HTTP address; the endpoint is [`MCP_PATH`].
+    pub listen: SocketAddr,
+    /// `separator`: between an upstream's name and a tool or prompt name.
+    pub separator: String,
+    /// `request_timeout`: the hard ceiling on one forwarded request;
+    /// progress notifications do not extend it.
+    pub request_timeout: Duration,
+    /// `session_idle_timeout`: a legacy HTTP session unused this long is
+    /// closed, so a client that never sends DELETE leaks nothing.
+    pub session_idle_timeout: Duration,
+    /// `max_sessions`: the most legacy HTTP sessions open at once.
+    pub max_sessions: usize,
+    /// `startup_timeout`: how long an upstream may take to start and answer
+    /// its handshake.
+    pub startup_timeout: Duration,
+    /// `shutdown_grace`: how long a child gets after SIGTERM before SIGKILL.
+    pub shutdown_grace: Duration,
+}
+
+/// One `[[upstream]]`.
+#[derive(Clone, PartialEq)]
+pub struct UpstreamConfig {
+    /// `name`: unique, `[a-z0-9_-]`.
+    pub name: String,
+    /// How sluice reaches it.
+    pub transport: UpstreamTransport,
+    /// `trusted`: whether its tool annotations are believed (later issues).
+    pub trusted: bool,
+}
+
+/// How sluice reaches an upstream.
+#[derive(Clone, PartialEq)]
+pub enum UpstreamTransport {
+    /// A child process speaking MCP on stdin/stdout.
+    Stdio {
+        /// `command`.
+        command: String,
+        /// `args`.
+        args: Vec<String>,
+        /// `env`, with `${VAR}` expanded. The child gets only this plus
+        /// `PATH` and `HOME`.
+        env: BTreeMap<String, String>,
+        /// `cwd`.
+        cwd: Option<PathBuf>,
+    },
+    /// A Streamable HTTP endpoint.
+    Http {
+        /// `url`.
+        url: String,
+        /// `headers`, with `${VAR}` expanded.
+        headers: BTreeMap<String, String>,
+    },
+}
+
+/// One problem found in a configuration.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Diagnostic {
+    /// `file:line:col` when known, else the file name.
+    pub location: String,
+    /// The dotted key path, e.g. `upstream[2].name`.
+    pub key: String,
+    /// What is wrong and what is allowed.
+    pub message: String,
+}
+
+/// Where a configuration comes from, for diagnostics.
+#[derive(Debug, Clone, Copy)]
+pub struct Source<'a> {
+    /// The file name shown in diagnostics.
+    pub name: &'a str,
+    /// The file's text.
+    pub text: &'a str,
+}
+
+// === raw (unvalidated) forms ===
+
+#[derive(Debug, Deserialize, Default)]
+#[serde(deny_unknown_fields)]
+struct RawConfig {
+    #[serde(default)]
+    server: RawServer,
+    #[serde(default)]
+    upstream: Vec<RawUpstream>,
+}
+
+#[derive(Debug, Deserialize, Default)]
+#[serde(deny_unknown_fields)]
+struct RawServer {
+    listen: Option<Spanned<String>>,
+    separator: Option<Spanned<String>>,
+    request_timeout: Option<Spanned<String>>,
+    session_idle_timeout: Option<Spanned<String>>,
+    max_sessions: Option<Spanned<i64>>,
+    startup_timeout: Option<Spanned<String>>,
+    shutdown_grace: Option<Spanned<String>>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawUpstream {
+    name: Spanned<String>,
+    command: Option<Spanned<String>>,
+    args: Option<Vec<String>>,
+    env: Option<BTreeMap<String, Spanned<String>>>,
+    cwd: Option<String>,
+    url: Option<Spanned<String>>,
+    headers: Option<BTreeMap<String, Spanned<String>>>,
+    trusted: Option<bool>,
+}
+
+/// Collects diagnostics with locations resolved against one source.
+struct Diagnostics<'a> {
+    source: Source<'a>,
+    list: Vec<Diagnostic>,
+}
+
+// === impl Config ===
+
+impl Config {
+    /// Parses and validates `sluice.toml` text. `env` looks up environment
+    /// variables for `${VAR}` expansion.
+    pub fn from_toml(
+        source: Source<'_>,
+        env: &dyn Fn(&str) -> Option<String>,
+    ) -> Result<Config, Vec<Diagnostic>> {
+        let mut diags = Diagnostics {
+            source,
+            list: Vec::new(),
+        };
+        let raw: RawConfig = match toml::from_str(source.text) {
+            Ok(raw) => raw,
+            Err(e) => {
+                // serde stops at the first structural problem (unknown key,
+                // wrong type); report it with its position.
+                diags.push(e.span(), "", e.message().trim().to_owned());
+                return Err(diags.list);
+            }
+        };
+        let server = validate_server(&raw.server, &mut diags);
+        let mut upstreams = Vec::new();
+        for (i, up) in raw.upstream.iter().enumerate() {
+            if let Some(up) = validate_upstream(i, up, env, &mut diags) {
+                upstreams.push(up);
+            }
+        }
+        check_names(&raw.upstream, server.as_ref(), &mut diags);
+        match server {
+            Some(server) if diags.list.is_empty() => Ok(Config { server, upstreams }),
+            _ => Err(diags.list),
+        }
+    }
+
+    /// Parses a Claude Desktop / Cursor / VS Code `mcp.json`
+    /// (`{"mcpServers": {...}}` or `{"servers": {...}}`) into a config with
+    /// default `[server]` settings. Keys those tools use that sluice has no
+    /// use for are ignored (the file is shared with them); `"disabled": true`
+    /// entries are skipped. Server names are normalized to `[a-z0-9_-]`.
+    pub fn from_mcp_json(
+        source: Source<'_>,
+        env: &dyn Fn(&str) -> Option<String>,
+    ) -> Result<Config, Vec<Diagnostic>> {
+        let mut diags = Diagnostics {
+            source,
+            list: Vec::new(),
+        };
+        let doc: Value = match serde_json::from_str(source.text) {
+            Ok(doc) => doc,
+            Err(e) => {
+                diags.list.push(Diagnostic {
+                    location: format!("{}:{}:{}", source.name, e.line(), e.column()),
+                    key: String::new(),
+                    message: format!("not valid JSON: {e}"),
+                });
+                return Err(diags.list);
+            }
+        };
+        let servers = doc
+            .get("mcpServers")
+            .or_else(|| doc.get("servers"))
+            .and_then(Value::as_object);
+        let Some(servers) = servers else {
+            diags.push(
+                None,
+                "mcpServers",
+                "expected an object {\"mcpServers\": {\"name\": {...}}}".into(),
+            );
+            return Err(diags.list);
+        };
+        let mut upstreams: Vec<UpstreamConfig> = Vec::new();
+        for (raw_name, entry) in servers {
+            let key = format!("mcpServers.{raw_name}");
+            if entry.get("disabled").and_then(Value::as_bool) == Some(true) {
+                continue;
+            }
+            let Some(name) = naming::normalize_upstream_name(raw_name) else {
+                diags.push(None, &key, "the server name has no usable character".into());
+                continue;
+            };
+            if let Some(other) = upstreams.iter().find(|u| u.name == name) {
+                diags.push(
+                    None,
+                    &key,
+                    format!(
+                        "normalizes to {name:?}, the same as another server ({:?})",
+                        other.name
+                    ),
+                );
+                continue;
+            }
+            if let Some(transport) = mcp_json_transport(&key, entry, env, &mut diags) {
+                upstreams.push(UpstreamConfig {
+                    name,
+                    transport,
+                    trusted: false,
+                });
+            }
+        }
+        if !diags.list.is_empty() {
+            return Err(diags.list);
+        }
+        Ok(Config {
+            server: ServerConfig::default(),
+            upstreams,
+        })
+    }
+}
+
+fn mcp_json_transport(
+    key: &str,
+    entry: &Value,
+    env: &dyn Fn(&str) -> Option<String>,
+    diags: &mut Diagnostics<'_>,
+) -> Option<UpstreamTransport> {
+    let strings = |field: &str| -> Option<BTreeMap<String, String>> {
+        entry.get(field).and_then(Value::as_object).map(|m| {
+            m.iter()
+                .filter_map(|(k, v)| v.as_str().map(|v| (k.clone(), v.to_owned())))
+                .collect()
+        })
+    };
+    let mut expand_all = |field: &str, map: BTreeMap<String, String>| {
+        map.into_iter()
+            .filter_map(|(k, v)| match expand_env(&v, env) {
+                Ok(v) => Some((k, v)),
+                Err(var) => {
+                    diags.push(
+                        None,
+                        &format!("{key}.{field}.{k}"),
+                        format!("refers to ${{{var}}}, which is not set in the environment"),
+                    );
+                    None
+                }
+            })
+            .collect::<BTreeMap<_, _>>()
+    };
+    match (entry.get("command"), entry.get("url")) {
+        (Some(Value::String(command)), None) => {
+            let args = entry
+                .get("args")
+                .and_then(Value::as_array)
+                .map(|a| {
+                    a.iter()
+                        .filter_map(Value::as_str)
+                        .map(String::from)
+                        .collect()
+                })
+                .unwrap_or_default();
+            let env_map = expand_all("env", strings("env").unwrap_or_default());
+            Some(UpstreamTransport::Stdio {
+                command: command.clone(),
+                args,
+                env: env_map,
+                cwd: entry.get("cwd").and_then(Value::as_str).map(PathBuf::from),
+            })
+        }
+        (None, Some(Value::String(url))) => {
+            if let Err(msg) = check_url(url) {
+                diags.push(None, &format!("{key}.url"), format!("{url:?}: {msg}"));
+                return None;
+            }
+            let headers = expand_all("headers", strings("headers").unwrap_or_default());
+            Some(UpstreamTransport::Http {
+                url: url.clone(),
+                headers,
+            })
+        }
+        _ => {
+            diags.push(
+                None,
+                key,
+                "needs either \"command\" (a stdio server) or \"url\" (a Streamable HTTP server), as a string".into(),
+            );
+            None
+        }
+    }
+}
+
+fn validate_server(raw: &RawServer, diags: &mut Diagnostics<'_>) -> Option<ServerConfig> {
+    let d = ServerConfig::default();
+    let listen = match &raw.listen {
+        None => Some(d.listen),
+        Some(s) => match s.get_ref().parse::<SocketAddr>() {
+            Ok(addr) => Some(addr),
+            Err(_) => {
+                diags.push(
+                    Some(s.span()),
+                    "server.listen",
+                    format!(
+                        "{:?} is not an IP:port address (e.g. \"127.0.0.1:8787\")",
+                        s.get_ref()
+                    ),
+                );
+                None
+            }
+        },
+    };
+    let separator = match &raw.separator {
+        None => Some(d.separator.clone()),
+        Some(s) if naming::is_valid_separator(s.get_ref()) => Some(s.get_ref().clone()),
+        Some(s) => {
+            diags.push(
+                Some(s.span()),
+                "server.separator",
+                format!(
+                    "{:?}: must be 1 to 8 characters from [A-Za-z0-9_.-], so that exposed names stay valid tool names",
+                    s.get_ref()
+                ),
+            );
+            None
+        }
+    };
+    let duration = |diags: &mut Diagnostics<'_>,
+                    field: &Option<Spanned<String>>,
+                    key: &str,
+                    default: Duration,
+                    range: (Duration, Duration)| {
+        let Some(s) = field else {
+            return Some(default);
+        };
+        match parse_duration(s.get_ref()) {
+            Some(v) if v >= range.0 && v <= range.1 => Some(v),
+            Some(_) => {
+                diags.push(
+                    Some(s.span()),
+                    key,
+                    format!(
+                        "{:?} is out of range: must be {} to {}",
+                        s.get_ref(),
+                        format_duration(range.0),
+                        format_duration(range.1)
+                    ),
+                );
+                None
+            }
+            None => {
+                diags.push(
+                    Some(s.span()),
+                    key,
+                    format!(
+                        "{:?} is not a duration: write a number with a unit, ms, s, m or h (e.g. \"60s\")",
+                        s.get_ref()
+                    ),
+                );
+                None
+            }
+        }
+    };
+    let secs = Duration::from_secs;
+    let request_timeout = duration(
+        diags,
+        &raw.request_timeout,
+        "server.request_timeout",
+        d.request_timeout,
+        (secs(1), secs(3600)),
+    );
+    let session_idle_timeout = duration(
+        diags,
+        &raw.session_idle_timeout,
+        "server.session_idle_timeout",
+        d.session_idle_timeout,
+        (secs(1), secs(86_400)),
+    );
+    let startup_timeout = duration(
+        diags,
+        &raw.startup_timeout,
+        "server.startup_timeout",
+        d.startup_timeout,
+        (secs(1), secs(600)),
+    );
+    let shutdown_grace = duration(
+        diags,
+        &raw.shutdown_grace,
+        "server.shutdown_grace",
+        d.shutdown_grace,
+        (Duration::ZERO, secs(60)),
+    );
+    let max_sessions = match &raw.max_sessions {
+        None => Some(d.max_sessions),
+        Some(n) => match usize::try_from(*n.get_ref()) {
+            Ok(v) if (1..=100_000).contains(&v) => Some(v),
+            _ => {
+                diags.push(
+                    Some(n.span()),
+                    "server.max_sessions",
+                    format!("{} is out of range: must be 1 to 100000", n.get_ref()),
+                );
+                None
+            }
+        },
+    };
+    Some(ServerConfig {
+        listen: listen?,
+        separator: separator?,
+        request_timeout: request_timeout?,
+        session_idle_timeout: session_idle_timeout?,
+        max_sessions: max_sessions?,
+        startup_timeout: startup_timeout?,
+        shutdown_grace: shutdown_grace?,
+    })
+}
+
+fn validate_upstream(
+    i: usize,
+    raw: &RawUpstream,
+    env: &dyn Fn(&str) -> Option<String>,
+    diags: &mut Diagnostics<'_>,
+) -> Option<UpstreamConfig> {
+    let key = format!("upstream[{i}]");
+    let name = raw.name.get_ref();
+    let mut ok = true;
+    if !naming::is_valid_upstream_name(name) {
+        diags.push(
+            Some(raw.name.span()),
+            &format!("{key}.name"),
+            format!("{name:?}: must be 1 to 64 characters from [a-z0-9_-]"),
+        );
+        ok = false;
+    }
+    let mut expand_map = |field: &str, map: &Option<BTreeMap<String, Spanned<String>>>| {
+        let mut out = BTreeMap::new();
+        for (k, v) in map.iter().flatten() {
+            match expand_env(v.get_ref(), env) {
+                Ok(value) => {
+                    out.insert(k.clone(), value);
+                }
+                Err(var) => {
+                    diags.push(
+                        Some(v.span()),
+                        &format!("{key}.{field}.{k}"),
+                        format!("refers to ${{{var}}}, which is not set in the environment"),
+                    );
+                    ok = false;
+                }
+            }
+        }
+        out
+    };
+    let transport = match (&raw.command, &raw.url) {
+        (Some(command), None) => {
+            let env_map = expand_map("env", &raw.env);
+            if raw.headers.is_some() {
+                diags.push(
+                    Some(raw.name.span()),
+                    &format!("{key}.headers"),
+                    "only an upstream with `url` takes headers; a stdio upstream takes `env`"
+                        .into(),
+                );
+                ok = false;
+            }
+            if command.get_ref().trim().is_empty() {
+                diags.push(
+                    Some(command.span()),
+                    &format!("{key}.command"),
+                    "must not be empty".into(),
+                );
+                ok = false;
+            }
+            UpstreamTransport::Stdio {
+                command: command.get_ref().clone(),
+                args: raw.args.clone().unwrap_or_default(),
+                env: env_map,
+                cwd: raw.cwd.as_ref().map(PathBuf::from),
+            }
+        }
+        (None, Some(url)) => {
+            let headers = expand_map("headers", &raw.headers);
+            if let Err(msg) = check_url(url.get_ref()) {
+                diags.push(
+                    Some(url.span()),
+                    &format!("{key}.url"),
+                    format!("{:?}: {msg}", url.get_ref()),
+                );
+                ok = false;
+            }
+            for field in [
+                ("args", raw.args.is_some()),
+                ("env", raw.env.is_some()),
+                ("cwd", raw.cwd.is_some()),
+            ]
+            .iter()
+            .filter(|f| f.1)
+            {
+                diags.push(
+                    Some(url.span()),
+                    &format!("{key}.{}", field.0),
+                    "only an upstream with `command` takes args, env and cwd".into(),
+                );
+                ok = false;
+            }
+            UpstreamTransport::Http {
+                url: url.get_ref().clone(),
+                headers,
+            }
+        }
+        (Some(_), Some(url)) => {
+            diags.push(
+                Some(url.span()),
+                &key,
+                "has both `command` and `url`: choose one (stdio child or Streamable HTTP)".into(),
+            );
+            return None;
+        }
+        (None, None) => {
+            diags.push(
+                Some(raw.name.span()),
+                &key,
+                "needs `command` (a stdio child) or `url` (a Streamable HTTP server)".into(),
+            );
+            return None;
+        }
+    };
+    ok.then(|| UpstreamConfig {
+        name: name.clone(),
+        transport,
+        trusted: raw.trusted.unwrap_or(false),
+    })
+}
+
+/// Upstream names are unique, and none contains the separator (which would
+/// make exposed names harder to read back).
+fn check_names(raw: &[RawUpstream], server: Option<&ServerConfig>, diags: &mut Diagnostics<'_>) {
+    for (i, up) in raw.iter().enumerate() {
+        let name = up.name.get_ref();
+        if let Some(first) = raw[..i].iter().position(|u| u.name.get_ref() == name) {
+            diags.push(
+                Some(up.name.span()),
+                &format!("upstream[{i}].name"),
+                format!("{name:?} is already the name of upstream[{first}]; names must be unique"),
+            );
+        }
+        if let Some(server) = server
+            && name.contains(&server.separator)
+        {
+            diags.push(
+                Some(up.name.span()),
+                &format!("upstream[{i}].name"),
+                format!(
+                    "{name:?} contains the separator {:?}; choose another name or separator",
+                    server.separator
+                ),
+            );
+        }
+    }
+}
+
+fn check_url(url: &str) -> Result<(), &'static str> {
+    let rest = url
+        .strip_prefix("http://")
+        .or_else(|| url.strip_prefix("https://"))
+        .ok_or("must start with http:// or https://")?;
+    let host = rest.split(['/', '?', '#']).next().unwrap_or("");
+    if host.is_empty() {
+        return Err("has no host");
+    }
+    Ok(())
+}
+
+/// Expands `${VAR}` references. `$` not followed by `{` is kept. Returns the
+/// name of the first variable that is not set.
+pub fn expand_env(template: &str, env: &dyn Fn(&str) -> Option<String>) -> Result<String, String> {
+    let mut out = String::with_capacity(template.len());
+    let mut rest = template;
+    while let Some(start) = rest.find("${") {
+        out.push_str(&rest[..start]);
+        let after = &rest[start + 2..];
+        let Some(end) = after.find('}') else {
+            out.push_str(&rest[start..]);
+            return Ok(out);
+        };
+        let var = &after[..end];
+        out.push_str(&env(var).ok_or_else(|| var.to_owned())?);
+        rest = &after[end + 1..];
+    }
+    out.push_str(rest);
+    Ok(out)
+}
+
+/// Parses `"250ms"`, `"60s"`, `"5m"`, `"1h"`.
+pub fn parse_duration(s: &str) -> Option<Duration> {
+    let s = s.trim();
+    let split = s.find(|c: char| !c.is_ascii_digit())?;
+    let (num, unit) = s.split_at(split);
+    let n: u64 = num.parse().ok()?;
+    match unit {
+        "ms" => Some(Duration::from_millis(n)),
+        "s" => Some(Duration::from_secs(n)),
+        "m" => n.checked_mul(60).map(Duration::from_secs),
+        "h" => n.checked_mul(3600).map(Duration::from_secs),
+        _ => None,
+    }
+}
+
+fn format_duration(d: Duration) -> String {
+    if d.subsec_millis() != 0 || d.is_zero() {
+        format!("{}ms", d.as_millis())
+    } else {
+        format!("{}s", d.as_secs())
+    }
+}
+
+// === impl ServerConfig ===
+
+impl Default for ServerConfig {
+    fn default() -> Self {
+        ServerConfig {
+            listen: SocketAddr::from(([127, 0, 0, 1], 8787)),
+            separator: DEFAULT_SEPARATOR.to_owned(),
+            request_timeout: Duration::from_secs(60),
+            session_idle_timeout: Duration::from_secs(30 * 60),
+            max_sessions: 1_000,
+            startup_timeout: Duration::from_secs(30),
+            shutdown_grace: Duration::from_secs(5),
+        }
+    }
+}
+
+// === impl UpstreamConfig ===
+
+impl fmt::Debug for UpstreamConfig {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("UpstreamConfig")
+            .field("name", &self.name)
+            .field("transport", &self.transport)
+            .field("trusted", &self.trusted)
+            .finish()
+    }
+}
+
+impl fmt::Debug for UpstreamTransport {
+    /// Values of `env` and `headers` are credentials: only their keys show.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            UpstreamTransport::Stdio {
+                command,
+                args,
+                env,
+                cwd,
+            } => f
+                .debug_struct("Stdio")
+                .field("command", command)
+                .field("args", args)
+                .field("env", &env.keys().collect::<Vec<_>>())
+                .field("cwd", cwd)
+                .finish(),
+            UpstreamTransport::Http { url, headers } => f
+                .debug_struct("Http")
+                .field("url", url)
+                .field("headers", &headers.keys().collect::<Vec<_>>())
+                .finish(),
+        }
+    }
+}
+
+// === impl Diagnostics ===
+
+impl Diagnostics<'_> {
+    fn push(&mut self, span: Option<Range<usize>>, key: &str, message: String) {
+        let location = match span {
+            Some(span) => {
+                let (line, col) = line_col(self.source.text, span.start);
+                format!("{}:{line}:{col}", self.source.name)
+            }
+            None => self.source.name.to_owned(),
+        };
+        self.list.push(Diagnostic {
+            location,
+            key: key.to_owned(),
+            message,
+        });
+    }
+}
+
+/// 1-based line and column of a byte offset.
+fn line_col(text: &str, offset: usize) -> (usize, usize) {
+    let before = &text[..text.floor_char_boundary(offset.min(text.len()))];
+    let line = before.matches('\n').count() + 1;
+    let col = before.rsplit('\n').next().map_or(0, |l| l.chars().count()) + 1;
+    (line, col)
+}
+
+impl fmt::Display for Diagnostic {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if self.key.is_empty() {
+            write!(f, "{}: {}", self.location, self.message)
+        } else {
+            write!(f, "{}: {}: {}", self.location, self.key, self.message)
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn no_env(_: &str) -> Option<String> {
+        None
+    }
+
+    fn parse(text: &str) -> Result<Config, Vec<Diagnostic>> {
+        Config::from_toml(
+            Source {
+                name: "sluice.toml",
+                text,
+            },
+            &no_env,
+        )
+    }
+
+    fn errors(text: &str) -> Vec<String> {
+        parse(text)
+            .expect_err("expected errors")
+            .iter()
+            .map(ToString::to_string)
+            .collect()
+    }
+
+    #[test]
+    fn defaults() {
+        let c = parse("").expect("empty config is valid");
+        assert_eq!(c.server, ServerConfig::default());
+        assert_eq!(c.server.listen.to_string(), DEFAULT_LISTEN);
+        assert!(c.upstreams.is_empty());
+    }
+
+    #[test]
+    fn full_config() {
+        let text = r#"
+[server]
+listen = "127.0.0.1:9000"
+separator = "."
+request_timeout = "5s"
+
+[[upstream]]
+name = "files"
+command = "node"
+args = ["server.js", "/tmp"]
+env = { TOKEN = "${MY_TOKEN}", PLAIN = "x" }
+cwd = "/tmp"
+trusted = true
+
+[[upstream]]
+name = "remote"
+url = "http://127.0.0.1:3101/mcp"
+headers = { Authorization = "Bearer ${MY_TOKEN}" }
+"#;
+        let env = |k: &str| (k == "MY_TOKEN").then(|| "s3cret".to_owned());
+        let c = Config::from_toml(Source { name: "f", text }, &env).expect("valid");
+        assert_eq!(c.server.separator, ".");
+        assert_eq!(c.server.request_timeout, Duration::from_secs(5));
+        assert_eq!(c.upstreams.len(), 2);
+        let UpstreamTransport::Stdio { env, args, .. } = &c.upstreams[0].transport else {
+            panic!("stdio expected")
+        };
+        assert_eq!(env.get("TOKEN").map(String::as_str), Some("s3cret"));
+        assert_eq!(args, &["server.js", "/tmp"]);
+        assert!(c.upstreams[0].trusted);
+        let UpstreamTransport::Http { headers, .. } = &c.upstreams[1].transport else {
+            panic!("http expected")
+        };
+        assert_eq!(headers["Authorization"], "Bearer s3cret");
+        // Credentials never show in Debug output.
+        assert!(!format!("{c:?}").contains("s3cret"));
+    }
+
+    #[test]
+    fn unknown_keys_are_errors_with_position() {
+        let e = errors("[server]\nlisten = \"127.0.0.1:1\"\nlistn = \"x\"\n");
+        assert_eq!(e.len(), 1);
+        assert!(e[0].starts_with("sluice.toml:3:1: "), "{}", e[0]);
+        assert!(e[0].contains("unknown field `listn`"), "{}", e[0]);
+        let e = errors("[[upstream]]\nname = \"a\"\ncommand = \"x\"\ncomand = \"y\"\n");
+        assert!(e[0].contains("unknown field `comand`"), "{}", e[0]);
+    }
+
+    #[test]
+    fn every_problem_is_reported_with_key_value_and_range() {
+        let text = r#"
+[server]
+listen = "localhost"
+separator = "/"
+request_timeout = "0s"
+session_idle_timeout = "soon"
+
+[[upstream]]
+name = "Bad Name"
+command = "x"
+
+[[upstream]]
+name = "dup"
+url = "ftp://x"
+
+[[upstream]]
+name = "dup"
+command = "y"
+env = { K = "${NOPE}" }
+
+[[upstream]]
+name = "neither"
+"#;
+        let e = errors(text);
+        let expected = [
+            "sluice.toml:3:10: server.listen: \"localhost\" is not an IP:port address",
+            "sluice.toml:4:13: server.separator: \"/\": must be 1 to 8 characters",
+            "sluice.toml:5:19: server.request_timeout: \"0s\" is out of range: must be 1s to 3600s",
+            "sluice.toml:6:24: server.session_idle_timeout: \"soon\" is not a duration",
+            "sluice.toml:9:8: upstream[0].name: \"Bad Name\": must be 1 to 64 characters from [a-z0-9_-]",
+            "sluice.toml:14:7: upstream[1].url: \"ftp://x\": must start with http:// or https://",
+            "sluice.toml:19:13: upstream[2].env.K: refers to ${NOPE}, which is not set",
+            "sluice.toml:22:8: upstream[3]: needs `command` (a stdio child) or `url`",
+            "sluice.toml:17:8: upstream[2].name: \"dup\" is already the name of upstream[1]",
+        ];
+        assert_eq!(e.len(), expected.len(), "{e:#?}");
+        for want in expected {
+            assert!(
+                e.iter().any(|got| got.starts_with(want)),
+                "missing {want:?} in {e:#?}"
+            );
+        }
+    }
+
+    #[test]
+    fn names_must_not_contain_the_separator() {
+        let e = errors("[[upstream]]\nname = \"a__b\"\ncommand = \"x\"\n");
+        assert!(e[0].contains("contains the separator \"__\""), "{}", e[0]);
+    }
+
+    #[test]
+    fn transports_take_only_their_own_keys() {
+        let e = errors("[[upstream]]\nname = \"a\"\ncommand = \"x\"\nurl = \"http://h\"\n");
+        assert!(e[0].contains("has both `command` and `url`"), "{}", e[0]);
+        let e = errors("[[upstream]]\nname = \"a\"\nurl = \"http://h\"\nargs = [\"x\"]\n");
+        assert!(e[0].contains("upstream[0].args"), "{}", e[0]);
+        let e = errors("[[upstream]]\nname = \"a\"\ncommand = \"x\"\nheaders = {A = \"b\"}\n");
+        assert!(e[0].contains("upstream[0].headers"), "{}", e[0]);
+    }
+
+    #[test]
+    fn mcp_json() {
+        let text = r#"{"mcpServers": {
+            "Brave Search": {"command": "npx", "args": ["-y", "x"], "env": {"K": "${T}"}, "autoApprove": []},
+            "remote": {"type": "http", "url": "https://example.com/mcp", "headers": {"A": "b"}},
+            "off": {"command": "x", "disabled": true}
+        }}"#;
+        let env = |k: &str| (k == "T").then(|| "v".to_owned());
+        let c = Config::from_mcp_json(
+            Source {
+                name: "mcp.json",
+                text,
+            },
+            &env,
+        )
+        .expect("valid");
+        let names: Vec<&str> = c.upstreams.iter().map(|u| u.name.as_str()).collect();
+        assert_eq!(names, ["brave-search", "remote"]);
+        let bad = Config::from_mcp_json(
+            Source {
+                name: "mcp.json",
+                text: r#"{"mcpServers": {"x": {"args": []}, "y": {"url": "file:///"}}}"#,
+            },
+            &no_env,
+        )
+        .expect_err("invalid");
+        assert_eq!(bad.len(), 2);
+        assert!(bad[0].to_string().contains("mcpServers.x: needs either"));
+        let bad = Config::from_mcp_json(
+            Source {
+                name: "mcp.json",
+                text: "{",
+            },
+            &no_env,
+        )
+        .expect_err("invalid");
+        assert!(bad[0].to_string().starts_with("mcp.json:1:"));
+    }
+
+    #[test]
+    fn env_expansion() {
+        let env = |k: &str| (k == "A").then(|| "1".to_owned());
+        assert_eq!(expand_env("x${A}y${A}", &env), Ok("x1y1".into()));
+        assert_eq!(expand_env("$A ${", &env), Ok("$A ${".into()));
+        assert_eq!(expand_env("${B}", &env), Err("B".into()));
+    }
+
+    #[test]
+    fn durations() {
+        assert_eq!(parse_duration("250ms"), Some(Duration::from_millis(250)));
+        assert_eq!(parse_duration("2m"), Some(Duration::from_secs(120)));
+        assert_eq!(parse_duration("60"), None);
+        assert_eq!(parse_duration("s"), None);
+        assert_eq!(parse_duration("1d"), None);
+    }
+}

@@ -1,0 +1,418 @@
+//! The pagination walk over one upstream list, as a state machine.
+//!
+//! The shell asks [`Walk::start`] what to fetch, sends the request, and feeds
+//! each answer back with [`Walk::handle_page`] (or [`Walk::handle_error`],
+//! [`Walk::handle_timeout`]). The walk answers with a [`Step`]: fetch the
+//! next cursor, the list is complete, or the read is incomplete and why.
+//!
+//! The rules (DESIGN decision 3, seed 004): only an absent `nextCursor` ends
+//! a list; `""` is a valid cursor and an empty page does not end the walk. A
+//! repeated or cyclic cursor, a non-string cursor, a duplicate entry, a
+//! malformed or error page, or a cap ends it as `Incomplete`, and nothing of
+//! a partial read is returned. Reasons are fixed strings: they never carry
+//! upstream data or cursor values.
+
+use std::collections::HashSet;
+
+use serde_json::Value;
+
+/// The four paginated MCP lists.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum ListKind {
+    /// `tools/list`, entries keyed by `name`.
+    Tools,
+    /// `resources/list`, entries keyed by `uri`.
+    Resources,
+    /// `resources/templates/list`, entries keyed by `uriTemplate`.
+    ResourceTemplates,
+    /// `prompts/list`, entries keyed by `name`.
+    Prompts,
+}
+
+/// Caps on one walk. The time cap is the shell's deadline: it calls
+/// [`Walk::handle_timeout`] when it passes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct WalkLimits {
+    /// Most pages read before the walk gives up.
+    pub max_pages: usize,
+    /// Most entries accepted before the walk gives up.
+    pub max_items: usize,
+}
+
+/// What the shell does next.
+#[derive(Debug, Clone, PartialEq)]
+#[must_use = "a walk step says what to fetch next or how the walk ended"]
+pub enum Step {
+    /// Request the list with this cursor (`None`: no cursor, the first page).
+    Fetch(Option<String>),
+    /// Every page was read; the entries in upstream order.
+    Complete(Vec<Value>),
+    /// The read did not finish; nothing of it may be used.
+    Incomplete(IncompleteReason),
+}
+
+/// Why a walk did not finish. The text of each is fixed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+pub enum IncompleteReason {
+    /// `nextCursor` equal to the cursor just used.
+    #[error("the upstream repeated the cursor it was just given")]
+    RepeatedCursor,
+    /// `nextCursor` equal to a cursor used earlier in this walk.
+    #[error("the upstream's cursors form a cycle")]
+    CursorCycle,
+    /// `nextCursor` present but not a string.
+    #[error("the upstream sent a cursor that is not a string")]
+    NonStringCursor,
+    /// The same name or URI on two pages (or twice on one).
+    #[error("the upstream listed the same entry twice")]
+    DuplicateEntry,
+    /// A page without the list array, or an entry without its key.
+    #[error("the upstream sent a malformed page")]
+    MalformedPage,
+    /// The upstream answered a page with an error.
+    #[error("the upstream answered a page with an error")]
+    ErrorPage,
+    /// More pages than [`WalkLimits::max_pages`].
+    #[error("the list has more pages than the page cap")]
+    PageCap,
+    /// More entries than [`WalkLimits::max_items`].
+    #[error("the list has more entries than the entry cap")]
+    ItemCap,
+    /// The shell's deadline passed.
+    #[error("the list was not read before the deadline")]
+    Timeout,
+}
+
+/// One walk over one list.
+#[derive(Debug)]
+pub struct Walk {
+    kind: ListKind,
+    limits: WalkLimits,
+    items: Vec<Value>,
+    keys: HashSet<String>,
+    seen_cursors: HashSet<String>,
+    last_cursor: Option<String>,
+    pages: usize,
+    finished: bool,
+}
+
+// === impl ListKind ===
+
+impl ListKind {
+    /// All four, in the order sluice reads them.
+    pub const ALL: [ListKind; 4] = [
+        ListKind::Tools,
+        ListKind::Resources,
+        ListKind::ResourceTemplates,
+        ListKind::Prompts,
+    ];
+
+    /// The JSON-RPC method.
+    pub fn method(self) -> &'static str {
+        match self {
+            ListKind::Tools => "tools/list",
+            ListKind::Resources => "resources/list",
+            ListKind::ResourceTemplates => "resources/templates/list",
+            ListKind::Prompts => "prompts/list",
+        }
+    }
+
+    /// The result field holding the entries.
+    pub fn field(self) -> &'static str {
+        match self {
+            ListKind::Tools => "tools",
+            ListKind::Resources => "resources",
+            ListKind::ResourceTemplates => "resourceTemplates",
+            ListKind::Prompts => "prompts",
+        }
+    }
+
+    /// The entry field that identifies an entry.
+    pub fn key(self) -> &'static str {
+        match self {
+            ListKind::Tools | ListKind::Prompts => "name",
+            ListKind::Resources => "uri",
+            ListKind::ResourceTemplates => "uriTemplate",
+        }
+    }
+
+    /// The server capability that offers this list.
+    pub fn capability(self) -> &'static str {
+        match self {
+            ListKind::Tools => "tools",
+            ListKind::Resources | ListKind::ResourceTemplates => "resources",
+            ListKind::Prompts => "prompts",
+        }
+    }
+
+    /// The list a method reads, if it is one of the four.
+    pub fn from_method(method: &str) -> Option<ListKind> {
+        ListKind::ALL.into_iter().find(|k| k.method() == method)
+    }
+}
+
+// === impl WalkLimits ===
+
+impl Default for WalkLimits {
+    /// Large enough for a 100,000-entry catalog at small page sizes.
+    fn default() -> Self {
+        WalkLimits {
+            max_pages: 10_000,
+            max_items: 100_000,
+        }
+    }
+}
+
+// === impl Walk ===
+
+impl Walk {
+    /// A walk that has not fetched anything yet.
+    pub fn new(kind: ListKind, limits: WalkLimits) -> Self {
+        Walk {
+            kind,
+            limits,
+            items: Vec::new(),
+            keys: HashSet::new(),
+            seen_cursors: HashSet::new(),
+            last_cursor: None,
+            pages: 0,
+            finished: false,
+        }
+    }
+
+    /// Which list this walk reads.
+    pub fn kind(&self) -> ListKind {
+        self.kind
+    }
+
+    /// The first step: fetch without a cursor.
+    pub fn start(&self) -> Step {
+        Step::Fetch(None)
+    }
+
+    /// Feeds the result of the last fetch.
+    pub fn handle_page(&mut self, result: Value) -> Step {
+        if self.finished {
+            return Step::Incomplete(IncompleteReason::MalformedPage);
+        }
+        self.pages += 1;
+        let Value::Object(mut page) = result else {
+            return self.fail(IncompleteReason::MalformedPage);
+        };
+        let Some(Value::Array(entries)) = page.remove(self.kind.field()) else {
+            return self.fail(IncompleteReason::MalformedPage);
+        };
+        for entry in entries {
+            let Some(key) = entry.get(self.kind.key()).and_then(Value::as_str) else {
+                return self.fail(IncompleteReason::MalformedPage);
+            };
+            if !self.keys.insert(key.to_owned()) {
+                return self.fail(IncompleteReason::DuplicateEntry);
+            }
+            if self.items.len() == self.limits.max_items {
+                return self.fail(IncompleteReason::ItemCap);
+            }
+            self.items.push(entry);
+        }
+        match page.remove("nextCursor") {
+            None | Some(Value::Null) => {
+                self.finished = true;
+                Step::Complete(std::mem::take(&mut self.items))
+            }
+            Some(Value::String(cursor)) => {
+                if self.last_cursor.as_deref() == Some(cursor.as_str()) {
+                    return self.fail(IncompleteReason::RepeatedCursor);
+                }
+                if !self.seen_cursors.insert(cursor.clone()) {
+                    return self.fail(IncompleteReason::CursorCycle);
+                }
+                if self.pages >= self.limits.max_pages {
+                    return self.fail(IncompleteReason::PageCap);
+                }
+                self.last_cursor = Some(cursor.clone());
+                Step::Fetch(Some(cursor))
+            }
+            Some(_) => self.fail(IncompleteReason::NonStringCursor),
+        }
+    }
+
+    /// The upstream answered the last fetch with an error.
+    pub fn handle_error(&mut self) -> Step {
+        self.fail(IncompleteReason::ErrorPage)
+    }
+
+    /// The shell's deadline for this walk passed.
+    pub fn handle_timeout(&mut self) -> Step {
+        self.fail(IncompleteReason::Timeout)
+    }
+
+    fn fail(&mut self, reason: IncompleteReason) -> Step {
+        self.finished = true;
+        self.items.clear();
+        Step::Incomplete(reason)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+    use serde_json::json;
+
+    /// Drives a walk over scripted pages (cursor -> page), bounded so that a
+    /// bug in the walk fails the test instead of hanging it.
+    fn drive(kind: ListKind, limits: WalkLimits, script: impl Fn(Option<&str>) -> Value) -> Step {
+        let mut walk = Walk::new(kind, limits);
+        let mut step = walk.start();
+        for _ in 0..10_000 {
+            match step {
+                Step::Fetch(cursor) => step = walk.handle_page(script(cursor.as_deref())),
+                done => return done,
+            }
+        }
+        panic!("walk did not end within the step bound");
+    }
+
+    fn tools(names: &[&str]) -> Value {
+        Value::Array(names.iter().map(|n| json!({"name": n})).collect())
+    }
+
+    #[test]
+    fn empty_string_cursor_and_empty_pages_do_not_end_the_list() {
+        let step = drive(ListKind::Tools, WalkLimits::default(), |c| match c {
+            None => json!({"tools": tools(&["a"]), "nextCursor": ""}),
+            Some("") => json!({"tools": [], "nextCursor": "2"}),
+            Some("2") => json!({"tools": tools(&["b"])}),
+            _ => json!({}),
+        });
+        assert_eq!(
+            step,
+            Step::Complete(vec![json!({"name":"a"}), json!({"name":"b"})])
+        );
+    }
+
+    #[test]
+    fn repeated_cursor_is_incomplete() {
+        let step = drive(ListKind::Tools, WalkLimits::default(), |c| match c {
+            None => json!({"tools": tools(&["a"]), "nextCursor": "x"}),
+            _ => json!({"tools": [], "nextCursor": "x"}),
+        });
+        assert_eq!(step, Step::Incomplete(IncompleteReason::RepeatedCursor));
+    }
+
+    #[test]
+    fn cycle_is_incomplete() {
+        let step = drive(ListKind::Prompts, WalkLimits::default(), |c| match c {
+            None => json!({"prompts": [], "nextCursor": "1"}),
+            Some("1") => json!({"prompts": [], "nextCursor": "2"}),
+            _ => json!({"prompts": [], "nextCursor": "1"}),
+        });
+        assert_eq!(step, Step::Incomplete(IncompleteReason::CursorCycle));
+    }
+
+    #[test]
+    fn bad_pages_are_incomplete() {
+        let cases = [
+            (
+                json!({"tools": [], "nextCursor": 5}),
+                IncompleteReason::NonStringCursor,
+            ),
+            (
+                json!({"tools": [{"name": "a"}, {"name": "a"}]}),
+                IncompleteReason::DuplicateEntry,
+            ),
+            (
+                json!({"tools": [{"title": "no name"}]}),
+                IncompleteReason::MalformedPage,
+            ),
+            (json!({"nope": []}), IncompleteReason::MalformedPage),
+            (json!([]), IncompleteReason::MalformedPage),
+        ];
+        for (page, reason) in cases {
+            let step = drive(ListKind::Tools, WalkLimits::default(), |_| page.clone());
+            assert_eq!(step, Step::Incomplete(reason), "page {page}");
+        }
+    }
+
+    #[test]
+    fn caps_end_the_walk() {
+        let limits = WalkLimits {
+            max_pages: 3,
+            max_items: 100,
+        };
+        let step = drive(ListKind::Tools, limits, |c| {
+            let n: u32 = c.map_or(0, |c| c.parse().unwrap_or(0));
+            json!({"tools": [{"name": format!("t{n}")}], "nextCursor": (n + 1).to_string()})
+        });
+        assert_eq!(step, Step::Incomplete(IncompleteReason::PageCap));
+        let limits = WalkLimits {
+            max_pages: 100,
+            max_items: 2,
+        };
+        let step = drive(
+            ListKind::Tools,
+            limits,
+            |_| json!({"tools": tools(&["a", "b", "c"])}),
+        );
+        assert_eq!(step, Step::Incomplete(IncompleteReason::ItemCap));
+    }
+
+    #[test]
+    fn errors_and_timeouts_discard_the_read() {
+        let mut walk = Walk::new(ListKind::Resources, WalkLimits::default());
+        let _ = walk.start();
+        let step = walk.handle_page(json!({"resources": [{"uri": "a://1"}], "nextCursor": "n"}));
+        assert_eq!(step, Step::Fetch(Some("n".into())));
+        assert_eq!(
+            walk.handle_error(),
+            Step::Incomplete(IncompleteReason::ErrorPage)
+        );
+        let mut walk = Walk::new(ListKind::Resources, WalkLimits::default());
+        assert_eq!(
+            walk.handle_timeout(),
+            Step::Incomplete(IncompleteReason::Timeout)
+        );
+    }
+
+    #[test]
+    fn reasons_carry_no_upstream_data() {
+        let step = drive(
+            ListKind::Tools,
+            WalkLimits::default(),
+            |_| json!({"tools": [], "nextCursor": "SECRET-CURSOR"}),
+        );
+        let Step::Incomplete(reason) = step else {
+            panic!("expected incomplete")
+        };
+        assert!(!reason.to_string().contains("SECRET"));
+    }
+
+    proptest! {
+        /// Any list split into pages of any sizes, with distinct cursors,
+        /// is read back whole and in order.
+        #[test]
+        fn any_paging_reads_every_entry_once(n in 0usize..300, sizes in proptest::collection::vec(0usize..20, 1..40)) {
+            prop_assume!(sizes.iter().any(|s| *s > 0));
+            let names: Vec<String> = (0..n).map(|i| format!("tool{i}")).collect();
+            let mut pages: Vec<Vec<String>> = Vec::new();
+            let mut rest = names.as_slice();
+            for s in sizes.iter().cycle() {
+                if rest.is_empty() { break; }
+                let take = (*s).min(rest.len());
+                pages.push(rest[..take].to_vec());
+                rest = &rest[take..];
+            }
+            if pages.is_empty() { pages.push(Vec::new()); }
+            let last = pages.len() - 1;
+            let step = drive(ListKind::Tools, WalkLimits::default(), |c| {
+                let i: usize = c.map_or(0, |c| c.trim_start_matches('p').parse().unwrap_or(0));
+                let entries: Vec<Value> = pages[i].iter().map(|n| json!({"name": n})).collect();
+                if i == last { json!({"tools": entries}) }
+                else { json!({"tools": entries, "nextCursor": format!("p{}", i + 1)}) }
+            });
+            let Step::Complete(items) = step else { panic!("expected complete") };
+            let got: Vec<String> = items.iter().filter_map(|v| v["name"].as_str().map(String::from)).collect();
+            prop_assert_eq!(got, names);
+        }
+    }
+}

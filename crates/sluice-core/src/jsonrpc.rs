@@ -1,0 +1,350 @@
+//! The JSON-RPC 2.0 envelope, over `serde_json::Value`.
+//!
+//! sluice never parses a payload into a typed model on the data path: a
+//! message is classified by its envelope (`id`, `method`, `result`, `error`)
+//! and everything else stays a `Value`, so fields sluice does not know about
+//! reach the other side exactly as they came (DESIGN decision 1).
+
+use serde_json::{Map, Value, json};
+
+/// Parse error: the bytes were not JSON.
+pub const PARSE_ERROR: i64 = -32700;
+/// The JSON was not a valid JSON-RPC request.
+pub const INVALID_REQUEST: i64 = -32600;
+/// Unknown method, or a method whose capability is not offered.
+pub const METHOD_NOT_FOUND: i64 = -32601;
+/// Invalid params: unknown tool or prompt, bad cursor, missing `_meta`,
+/// resource not found (2026-07-28).
+pub const INVALID_PARAMS: i64 = -32602;
+/// Internal error.
+pub const INTERNAL_ERROR: i64 = -32603;
+/// Legacy (2025-x) "resource not found"; 2026-07-28 uses `-32602` instead.
+pub const LEGACY_RESOURCE_NOT_FOUND: i64 = -32002;
+/// 2026-07-28 `HeaderMismatch`: HTTP headers disagree with the body.
+pub const HEADER_MISMATCH: i64 = -32020;
+/// 2026-07-28 `MissingRequiredClientCapability`.
+pub const MISSING_CLIENT_CAPABILITY: i64 = -32021;
+/// 2026-07-28 `UnsupportedProtocolVersion`.
+pub const UNSUPPORTED_PROTOCOL_VERSION: i64 = -32022;
+
+/// One JSON-RPC message, classified by its envelope.
+///
+/// The id is kept as the `Value` the peer sent (string or number), because a
+/// response must echo it exactly.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Message {
+    /// A request: it has an `id` and a `method`.
+    Request {
+        /// The peer's id, echoed in the response.
+        id: Value,
+        /// The method name.
+        method: String,
+        /// The params (`Value::Null` when absent).
+        params: Value,
+    },
+    /// A notification: a `method` and no `id`.
+    Notification {
+        /// The method name.
+        method: String,
+        /// The params (`Value::Null` when absent).
+        params: Value,
+    },
+    /// A response: an `id` and either `result` or `error`.
+    Response {
+        /// The id of the request this answers.
+        id: Value,
+        /// The outcome.
+        outcome: Result<Value, RpcError>,
+    },
+}
+
+/// A JSON-RPC error object. `data` passes through untouched.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RpcError {
+    /// The integer code.
+    pub code: i64,
+    /// A short description.
+    pub message: String,
+    /// Optional structured detail.
+    pub data: Option<Value>,
+}
+
+/// Why a value is not a JSON-RPC message.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum EnvelopeError {
+    /// A JSON array: batching was removed from MCP in 2025-06-18.
+    #[error("JSON-RPC batches are not supported")]
+    Batch,
+    /// Not an object, wrong `jsonrpc` version, or no `method`/`result`/`error`.
+    #[error("not a JSON-RPC 2.0 message")]
+    NotJsonRpc,
+    /// An `id` that is neither a string nor an integer.
+    #[error("the id must be a string or an integer")]
+    BadId,
+    /// `params` present but not an object.
+    #[error("params must be an object")]
+    BadParams,
+}
+
+// === impl Message ===
+
+impl Message {
+    /// Classifies a parsed JSON value.
+    pub fn from_value(value: Value) -> Result<Self, EnvelopeError> {
+        let mut obj = match value {
+            Value::Object(obj) => obj,
+            Value::Array(_) => return Err(EnvelopeError::Batch),
+            _ => return Err(EnvelopeError::NotJsonRpc),
+        };
+        if obj.get("jsonrpc").and_then(Value::as_str) != Some("2.0") {
+            return Err(EnvelopeError::NotJsonRpc);
+        }
+        let id = obj.remove("id");
+        if let Some(id) = &id
+            && !is_valid_id(id)
+        {
+            return Err(EnvelopeError::BadId);
+        }
+        if let Some(method) = obj.remove("method") {
+            let Value::String(method) = method else {
+                return Err(EnvelopeError::NotJsonRpc);
+            };
+            let params = obj.remove("params").unwrap_or(Value::Null);
+            if !(params.is_object() || params.is_null()) {
+                return Err(EnvelopeError::BadParams);
+            }
+            return Ok(match id {
+                Some(id) => Message::Request { id, method, params },
+                None => Message::Notification { method, params },
+            });
+        }
+        let id = id.ok_or(EnvelopeError::NotJsonRpc)?;
+        if let Some(result) = obj.remove("result") {
+            return Ok(Message::Response {
+                id,
+                outcome: Ok(result),
+            });
+        }
+        match obj.remove("error") {
+            Some(error) => Ok(Message::Response {
+                id,
+                outcome: Err(RpcError::from_value(error)),
+            }),
+            None => Err(EnvelopeError::NotJsonRpc),
+        }
+    }
+
+    /// Parses and classifies raw bytes; a parse failure is `None`.
+    pub fn parse(bytes: &[u8]) -> Option<Result<Self, EnvelopeError>> {
+        serde_json::from_slice::<Value>(bytes)
+            .ok()
+            .map(Message::from_value)
+    }
+
+    /// The wire form of this message.
+    pub fn into_value(self) -> Value {
+        match self {
+            Message::Request { id, method, params } => request(id, &method, params),
+            Message::Notification { method, params } => notification(&method, params),
+            Message::Response { id, outcome } => response(id, outcome),
+        }
+    }
+}
+
+fn is_valid_id(id: &Value) -> bool {
+    match id {
+        Value::String(_) => true,
+        Value::Number(n) => n.is_i64() || n.is_u64(),
+        _ => false,
+    }
+}
+
+/// Builds a request.
+pub fn request(id: Value, method: &str, params: Value) -> Value {
+    let mut msg = Map::new();
+    msg.insert("jsonrpc".into(), "2.0".into());
+    msg.insert("id".into(), id);
+    msg.insert("method".into(), method.into());
+    if !params.is_null() {
+        msg.insert("params".into(), params);
+    }
+    Value::Object(msg)
+}
+
+/// Builds a notification.
+pub fn notification(method: &str, params: Value) -> Value {
+    let mut msg = Map::new();
+    msg.insert("jsonrpc".into(), "2.0".into());
+    msg.insert("method".into(), method.into());
+    if !params.is_null() {
+        msg.insert("params".into(), params);
+    }
+    Value::Object(msg)
+}
+
+/// Builds a response. An error response to an unknown id uses `null`.
+pub fn response(id: Value, outcome: Result<Value, RpcError>) -> Value {
+    match outcome {
+        Ok(result) => json!({"jsonrpc": "2.0", "id": id, "result": result}),
+        Err(error) => json!({"jsonrpc": "2.0", "id": id, "error": error.to_value()}),
+    }
+}
+
+// === impl RpcError ===
+
+impl RpcError {
+    /// An error without data.
+    pub fn new(code: i64, message: impl Into<String>) -> Self {
+        RpcError {
+            code,
+            message: message.into(),
+            data: None,
+        }
+    }
+
+    /// Adds structured data.
+    pub fn with_data(mut self, data: Value) -> Self {
+        self.data = Some(data);
+        self
+    }
+
+    /// `-32602` with a message.
+    pub fn invalid_params(message: impl Into<String>) -> Self {
+        RpcError::new(INVALID_PARAMS, message)
+    }
+
+    /// `-32601` for a method sluice does not serve.
+    pub fn method_not_found(method: &str) -> Self {
+        RpcError::new(METHOD_NOT_FOUND, format!("Method not found: {method}"))
+    }
+
+    /// Reads an error object leniently: a peer that sends a malformed error
+    /// still produced an error, and it must not become a success.
+    pub fn from_value(value: Value) -> Self {
+        let Value::Object(mut obj) = value else {
+            return RpcError::new(INTERNAL_ERROR, "malformed error from peer");
+        };
+        let code = obj
+            .get("code")
+            .and_then(Value::as_i64)
+            .unwrap_or(INTERNAL_ERROR);
+        let message = match obj.remove("message") {
+            Some(Value::String(message)) => message,
+            _ => String::from("error"),
+        };
+        RpcError {
+            code,
+            message,
+            data: obj.remove("data"),
+        }
+    }
+
+    /// The wire form.
+    pub fn to_value(&self) -> Value {
+        let mut obj = Map::new();
+        obj.insert("code".into(), self.code.into());
+        obj.insert("message".into(), self.message.clone().into());
+        if let Some(data) = &self.data {
+            obj.insert("data".into(), data.clone());
+        }
+        Value::Object(obj)
+    }
+}
+
+impl std::fmt::Display for RpcError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{} ({})", self.message, self.code)
+    }
+}
+
+impl std::error::Error for RpcError {}
+
+/// The `_meta` object of a request's params, if any.
+pub fn meta(params: &Value) -> Option<&Map<String, Value>> {
+    params.get("_meta").and_then(Value::as_object)
+}
+
+/// The `_meta` object of a params object, created when absent. Returns `None`
+/// only when params or `_meta` is not an object (a malformed request).
+pub fn meta_mut(params: &mut Value) -> Option<&mut Map<String, Value>> {
+    if params.is_null() {
+        *params = Value::Object(Map::new());
+    }
+    let obj = params.as_object_mut()?;
+    obj.entry("_meta")
+        .or_insert_with(|| Value::Object(Map::new()))
+        .as_object_mut()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn classifies_each_kind() {
+        let req = Message::from_value(json!({"jsonrpc":"2.0","id":1,"method":"ping"}));
+        assert_eq!(
+            req,
+            Ok(Message::Request {
+                id: json!(1),
+                method: "ping".into(),
+                params: Value::Null
+            })
+        );
+        let note = Message::from_value(json!({"jsonrpc":"2.0","method":"n","params":{"a":1}}));
+        assert!(matches!(note, Ok(Message::Notification { .. })));
+        let ok = Message::from_value(json!({"jsonrpc":"2.0","id":"x","result":{}}));
+        assert!(matches!(ok, Ok(Message::Response { outcome: Ok(_), .. })));
+        let err = Message::from_value(
+            json!({"jsonrpc":"2.0","id":"x","error":{"code":-32601,"message":"m","data":[1]}}),
+        );
+        assert_eq!(
+            err,
+            Ok(Message::Response {
+                id: json!("x"),
+                outcome: Err(RpcError::new(-32601, "m").with_data(json!([1])))
+            })
+        );
+    }
+
+    #[test]
+    fn rejects_what_is_not_jsonrpc() {
+        assert_eq!(Message::from_value(json!([{}])), Err(EnvelopeError::Batch));
+        assert_eq!(
+            Message::from_value(json!({"id":1,"method":"x"})),
+            Err(EnvelopeError::NotJsonRpc)
+        );
+        assert_eq!(
+            Message::from_value(json!({"jsonrpc":"2.0","id":1.5,"method":"x"})),
+            Err(EnvelopeError::BadId)
+        );
+        assert_eq!(
+            Message::from_value(json!({"jsonrpc":"2.0","id":1,"method":"x","params":[1]})),
+            Err(EnvelopeError::BadParams)
+        );
+        assert_eq!(
+            Message::from_value(json!({"jsonrpc":"2.0","id":1})),
+            Err(EnvelopeError::NotJsonRpc)
+        );
+        assert!(Message::parse(b"not json").is_none());
+    }
+
+    #[test]
+    fn round_trip_keeps_unknown_fields_and_big_numbers() {
+        let text = r#"{"jsonrpc":"2.0","id":7,"result":{"content":[{"type":"hologram","x":1}],"big":123456789012345678901234567890,"exp":1e400,"_meta":{"k":"v"}}}"#;
+        let msg = Message::parse(text.as_bytes())
+            .expect("json")
+            .expect("jsonrpc");
+        let back = serde_json::to_string(&msg.into_value()).expect("serialize");
+        // Digits are kept exactly; only an exponent's sign is spelled out.
+        assert_eq!(back, text.replace("1e400", "1e+400"));
+    }
+
+    #[test]
+    fn malformed_error_objects_stay_errors() {
+        let e = RpcError::from_value(json!("boom"));
+        assert_eq!(e.code, INTERNAL_ERROR);
+        let e = RpcError::from_value(json!({"code": "x"}));
+        assert_eq!(e.code, INTERNAL_ERROR);
+    }
+}

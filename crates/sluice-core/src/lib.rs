@@ -1,0 +1,47 @@
+//! The policy of the sluice MCP gateway.
+//!
+//! This crate is the functional core: it contains no networking code, spawns
+//! no process, reads no clock, environment variable or file. The async shell
+//! (`sluice-gateway`) feeds it values and acts on what it returns, so every
+//! rule sluice enforces can be read, and tested, here alone.
+//!
+//! # Layout
+//!
+//! In the order a request meets them:
+//!
+//! - [`jsonrpc`]: the JSON-RPC 2.0 envelope over `serde_json::Value`, so that
+//!   unknown fields, unknown content types, big numbers and `_meta` pass
+//!   through untouched (DESIGN decision 1).
+//! - [`protocol`]: the two protocol eras, version negotiation and the shaping
+//!   of results for the era of the client that reads them.
+//! - [`config`]: `sluice.toml` and `mcp.json`, validated with one diagnostic
+//!   per problem.
+//! - [`naming`]: how upstream tool and prompt names are namespaced.
+//! - [`discovery`]: the pagination walk over an upstream list, as a state
+//!   machine fed with pages.
+//! - [`catalog`]: the federated catalog: merged lists and the routes back to
+//!   each upstream.
+//!
+//! # Example: a two-page walk
+//!
+//! ```
+//! use serde_json::json;
+//! use sluice_core::discovery::{ListKind, Step, Walk, WalkLimits};
+//!
+//! let mut walk = Walk::new(ListKind::Tools, WalkLimits::default());
+//! assert_eq!(walk.start(), Step::Fetch(None));
+//! let step = walk.handle_page(json!({"tools": [{"name": "a"}], "nextCursor": "p2"}));
+//! assert_eq!(step, Step::Fetch(Some("p2".into())));
+//! match walk.handle_page(json!({"tools": [{"name": "b"}]})) {
+//!     Step::Complete(items) => assert_eq!(items.len(), 2),
+//!     other => panic!("expected a complete read, got {other:?}"),
+//! }
+//! ```
+#![deny(missing_docs)]
+
+pub mod catalog;
+pub mod config;
+pub mod discovery;
+pub mod jsonrpc;
+pub mod naming;
+pub mod protocol;

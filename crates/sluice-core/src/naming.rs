@@ -1,0 +1,97 @@
+//! How upstream names are namespaced for the client.
+//!
+//! Tool and prompt names are unique only per server, so sluice exposes them
+//! as `<upstream><separator><name>` (MCP-NOTES §8, "Aggregators"). The way
+//! back is a lookup in the federated catalog's route table, never a split of
+//! the string: `a_` + `__` + `b` and `a` + `__` + `_b` are the same string,
+//! and only the table knows which upstream it came from.
+
+/// The characters a separator may use: the tool-name alphabet, so that an
+/// exposed name is still a valid MCP tool name.
+pub fn is_valid_separator(sep: &str) -> bool {
+    !sep.is_empty()
+        && sep.len() <= 8
+        && sep
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'_' | b'.' | b'-'))
+}
+
+/// Whether `name` is a valid upstream name: `[a-z0-9_-]{1,64}`.
+pub fn is_valid_upstream_name(name: &str) -> bool {
+    (1..=64).contains(&name.len())
+        && name
+            .bytes()
+            .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || matches!(b, b'_' | b'-'))
+}
+
+/// The name a client sees for `name` on `upstream`.
+pub fn exposed_name(upstream: &str, separator: &str, name: &str) -> String {
+    let mut out = String::with_capacity(upstream.len() + separator.len() + name.len());
+    out.push_str(upstream);
+    out.push_str(separator);
+    out.push_str(name);
+    out
+}
+
+/// Turns a free-form server name (as `mcp.json` files have them) into a
+/// valid upstream name: lowercase, and every other character outside
+/// `[a-z0-9_-]` becomes `-`. Returns `None` when nothing usable is left.
+pub fn normalize_upstream_name(raw: &str) -> Option<String> {
+    let name: String = raw
+        .trim()
+        .chars()
+        .take(64)
+        .map(|c| {
+            let c = c.to_ascii_lowercase();
+            if c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_' || c == '-' {
+                c
+            } else {
+                '-'
+            }
+        })
+        .collect();
+    let trimmed = name.trim_matches('-');
+    (!trimmed.is_empty()).then(|| trimmed.to_owned())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn separators() {
+        assert!(is_valid_separator("__"));
+        assert!(is_valid_separator("."));
+        assert!(!is_valid_separator(""));
+        assert!(!is_valid_separator("/"));
+        assert!(!is_valid_separator("a very long one"));
+    }
+
+    #[test]
+    fn upstream_names() {
+        assert!(is_valid_upstream_name("git_2-x"));
+        assert!(!is_valid_upstream_name("Git"));
+        assert!(!is_valid_upstream_name(""));
+        assert!(!is_valid_upstream_name("a.b"));
+        assert!(!is_valid_upstream_name(&"a".repeat(65)));
+    }
+
+    #[test]
+    fn normalizes_mcp_json_names() {
+        assert_eq!(
+            normalize_upstream_name("Brave Search").as_deref(),
+            Some("brave-search")
+        );
+        assert_eq!(normalize_upstream_name("github").as_deref(), Some("github"));
+        assert_eq!(
+            normalize_upstream_name("@org/pkg").as_deref(),
+            Some("org-pkg")
+        );
+        assert_eq!(normalize_upstream_name("!!!"), None);
+    }
+
+    #[test]
+    fn exposes_with_the_separator() {
+        assert_eq!(exposed_name("git", "__", "status"), "git__status");
+    }
+}
