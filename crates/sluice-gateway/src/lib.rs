@@ -1,1 +1,33 @@
-//! placeholder
+//! The async shell of the sluice MCP gateway.
+//!
+//! Everything here does IO: child processes, sockets, timers. Every rule it
+//! applies comes from `sluice-core`; this crate only moves messages and
+//! keeps connections alive.
+//!
+//! # Layout
+//!
+//! In the order a request travels:
+//!
+//! - [`downstream`]: the clients. `stdio` serves one client on
+//!   stdin/stdout, `http` serves many over Streamable HTTP; both eras on
+//!   both.
+//! - `router`: what sluice does with each request ([`Gateway::handle`]):
+//!   answer from the federated catalog, or forward to the upstream that owns
+//!   the name or URI.
+//! - `upstream`: one supervisor task per upstream: connect, probe the era,
+//!   read the catalog to its last page, relay, restart with backoff.
+//! - `rescue`: the one place a gateway failure becomes a JSON-RPC error,
+//!   with the table of sluice's own codes.
+//! - [`gateway`]: the running whole: supervisors, the published catalog,
+//!   client events, health.
+#![deny(missing_docs)]
+
+pub mod downstream;
+pub mod gateway;
+mod pending;
+pub mod rescue;
+mod router;
+mod upstream;
+
+pub use gateway::Gateway;
+pub use upstream::UpstreamStatus;

@@ -1,0 +1,638 @@
+//! Serving clients over Streamable HTTP, both eras on one endpoint.
+//!
+//! - A POST whose request `_meta` names 2026-07-28 is served statelessly:
+//!   `_meta` and the SEP-2243 headers are checked (400 with `-32022`,
+//!   `-32602` or `-32020`), no session is minted, and closing the response
+//!   stream cancels the request.
+//! - `initialize` opens a legacy session (`Mcp-Session-Id`, a random 128-bit
+//!   id); its later POSTs carry the id, `GET` opens its notification stream,
+//!   `DELETE` ends it, and a session idle for `session_idle_timeout` is
+//!   closed so that a client that never says goodbye leaks nothing.
+//! - A request is answered with `application/json` unless something must
+//!   reach the client before the result (progress, logging, a relayed
+//!   request), in which case the answer is an SSE stream.
+//! - `Host` and `Origin` are checked before anything else (DNS rebinding).
+
+use std::collections::HashMap;
+use std::convert::Infallible;
+use std::net::SocketAddr;
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::time::Duration;
+
+use axum::Router;
+use axum::body::{Body, Bytes};
+use axum::extract::{DefaultBodyLimit, State};
+use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
+use axum::response::sse::{Event, KeepAlive, Sse};
+use axum::response::{IntoResponse, Response};
+use axum::routing::get;
+use base64::Engine;
+use futures::{Stream, StreamExt, stream};
+use rand::Rng;
+use serde_json::{Value, json};
+use sluice_core::config::MCP_PATH;
+use sluice_core::jsonrpc::{self, Message, RpcError};
+use sluice_core::protocol::{self, Era};
+use tokio::net::TcpListener;
+use tokio::sync::mpsc;
+use tokio_util::sync::CancellationToken;
+
+use super::stdio::envelope_message;
+use super::{ClientLink, ClientSession, RequestCtx};
+use crate::gateway::{Gateway, TRANSPORT_MAX_MESSAGE_BYTES};
+use crate::pending::Pending;
+
+/// How often an SSE stream with nothing to say sends a comment, which also
+/// tells sluice when the client is gone.
+const KEEP_ALIVE: Duration = Duration::from_secs(15);
+
+struct HttpState {
+    gateway: Arc<Gateway>,
+    sessions: Mutex<HashMap<String, Arc<ClientSession>>>,
+    /// Bound to a loopback address: only local `Host` names are accepted.
+    loopback: bool,
+}
+
+/// Serves MCP at `http://<listener>/mcp` and `/health` until shutdown.
+pub async fn serve(gateway: Arc<Gateway>, listener: TcpListener) -> std::io::Result<()> {
+    let local = listener.local_addr()?;
+    let state = Arc::new(HttpState {
+        gateway: Arc::clone(&gateway),
+        sessions: Mutex::new(HashMap::new()),
+        loopback: local.ip().is_loopback(),
+    });
+    tokio::spawn(expire_sessions(Arc::clone(&state)));
+    let app = Router::new()
+        .route(MCP_PATH, get(get_mcp).post(post_mcp).delete(delete_mcp))
+        .route("/health", get(health))
+        .layer(DefaultBodyLimit::max(TRANSPORT_MAX_MESSAGE_BYTES))
+        .with_state(Arc::clone(&state));
+    let shutdown_state = Arc::clone(&state);
+    axum::serve(
+        listener,
+        app.into_make_service_with_connect_info::<SocketAddr>(),
+    )
+    .with_graceful_shutdown(async move {
+        shutdown_state.gateway.shutting_down().await;
+        // Dropping the sessions ends their GET streams, so the server
+        // can drain.
+        for (_, session) in shutdown_state.lock_sessions().drain() {
+            session.closed.cancel();
+        }
+    })
+    .await
+}
+
+impl HttpState {
+    fn lock_sessions(&self) -> MutexGuard<'_, HashMap<String, Arc<ClientSession>>> {
+        self.sessions.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    fn session(&self, headers: &HeaderMap) -> Result<Option<Arc<ClientSession>>, Refusal> {
+        let Some(id) = headers.get("mcp-session-id") else {
+            return Ok(None);
+        };
+        let id = id.to_str().unwrap_or_default();
+        match self.lock_sessions().get(id) {
+            Some(session) => Ok(Some(Arc::clone(session))),
+            None => Err(Refusal(
+                StatusCode::NOT_FOUND,
+                RpcError::new(
+                    jsonrpc::INVALID_REQUEST,
+                    "Session not found: initialize again",
+                ),
+            )),
+        }
+    }
+}
+
+async fn expire_sessions(state: Arc<HttpState>) {
+    let limit = state.gateway.config.server.session_idle_timeout;
+    let every = (limit / 4).clamp(Duration::from_millis(250), Duration::from_secs(30));
+    loop {
+        tokio::select! {
+            () = tokio::time::sleep(every) => {}
+            () = state.gateway.shutting_down() => return,
+        }
+        let mut sessions = state.lock_sessions();
+        let before = sessions.len();
+        sessions.retain(|_, session| {
+            let keep = !session.idle_for(limit);
+            if !keep {
+                session.closed.cancel();
+            }
+            keep
+        });
+        let expired = before - sessions.len();
+        if expired > 0 {
+            tracing::info!("closed {expired} idle legacy session(s)");
+        }
+    }
+}
+
+async fn health(State(state): State<Arc<HttpState>>) -> Response {
+    json_response(StatusCode::OK, &state.gateway.health(), None)
+}
+
+async fn post_mcp(
+    State(state): State<Arc<HttpState>>,
+    headers: HeaderMap,
+    body: Bytes,
+) -> Response {
+    if let Err(refused) = check_origin(&headers, state.loopback) {
+        return refused.into_response();
+    }
+    let message = match Message::parse(&body) {
+        None => {
+            let e = RpcError::new(jsonrpc::PARSE_ERROR, "Parse error");
+            return rpc_error_response(StatusCode::BAD_REQUEST, Value::Null, e);
+        }
+        Some(Err(e)) => {
+            let e = RpcError::new(jsonrpc::INVALID_REQUEST, envelope_message(&e));
+            return rpc_error_response(StatusCode::BAD_REQUEST, Value::Null, e);
+        }
+        Some(Ok(message)) => message,
+    };
+    match message {
+        Message::Request { id, method, params } => {
+            if protocol::request_era(&params) == Era::Modern {
+                modern_request(state, &headers, id, method, params).await
+            } else if method == "initialize" {
+                initialize(&state, id, &params)
+            } else {
+                legacy_request(state, &headers, id, method, params).await
+            }
+        }
+        Message::Notification { method, params } => {
+            if let Ok(Some(session)) = state.session(&headers) {
+                session.touch();
+                if method == "notifications/cancelled" {
+                    session.cancel(&params);
+                }
+            }
+            StatusCode::ACCEPTED.into_response()
+        }
+        Message::Response { id, outcome } => match state.session(&headers) {
+            Ok(Some(session)) => {
+                session.touch();
+                session.answers.resolve(&id, outcome.map_err(Some));
+                StatusCode::ACCEPTED.into_response()
+            }
+            Ok(None) => rpc_error_response(
+                StatusCode::BAD_REQUEST,
+                Value::Null,
+                RpcError::new(
+                    jsonrpc::INVALID_REQUEST,
+                    "a response needs the Mcp-Session-Id it answers in",
+                ),
+            ),
+            Err(refused) => refused.into_response(),
+        },
+    }
+}
+
+async fn modern_request(
+    state: Arc<HttpState>,
+    headers: &HeaderMap,
+    id: Value,
+    method: String,
+    params: Value,
+) -> Response {
+    let meta = match protocol::check_modern_meta(&params) {
+        Ok(meta) => meta,
+        Err(e) => return rpc_error_response(StatusCode::BAD_REQUEST, id, e),
+    };
+    if let Err(e) = check_modern_headers(headers, &method, &params) {
+        return rpc_error_response(StatusCode::BAD_REQUEST, id, e);
+    }
+    let ctx = RequestCtx {
+        era: Era::Modern,
+        request_id: id.clone(),
+        client_capabilities: meta.client_capabilities,
+        link: None,
+        session: None,
+    };
+    respond(
+        Arc::clone(&state.gateway),
+        ctx,
+        id,
+        method,
+        params,
+        Cancel::OnClose,
+        None,
+    )
+    .await
+}
+
+fn initialize(state: &HttpState, id: Value, params: &Value) -> Response {
+    {
+        let sessions = state.lock_sessions();
+        if sessions.len() >= state.gateway.config.server.max_sessions {
+            let e = RpcError::new(
+                jsonrpc::INTERNAL_ERROR,
+                "too many open sessions; try again later",
+            );
+            return rpc_error_response(StatusCode::SERVICE_UNAVAILABLE, id, e);
+        }
+    }
+    let result = state.gateway.initialize_result(params);
+    let version = result["protocolVersion"]
+        .as_str()
+        .unwrap_or_default()
+        .to_owned();
+    let caps = params
+        .get("capabilities")
+        .cloned()
+        .unwrap_or_else(|| json!({}));
+    let session = ClientSession::new(version, caps);
+    session.forward_events(state.gateway.subscribe());
+    let session_id = new_session_id();
+    state.lock_sessions().insert(session_id.clone(), session);
+    let header = HeaderValue::try_from(session_id).ok();
+    json_response(StatusCode::OK, &jsonrpc::response(id, Ok(result)), header)
+}
+
+async fn legacy_request(
+    state: Arc<HttpState>,
+    headers: &HeaderMap,
+    id: Value,
+    method: String,
+    params: Value,
+) -> Response {
+    if let Some(version) = headers.get("mcp-protocol-version") {
+        let version = version.to_str().unwrap_or_default();
+        if !protocol::is_legacy_version(version) {
+            let e = RpcError::new(
+                jsonrpc::INVALID_REQUEST,
+                format!("Unsupported MCP-Protocol-Version: {version:?}"),
+            )
+            .with_data(json!({"supported": protocol::supported_versions()}));
+            return rpc_error_response(StatusCode::BAD_REQUEST, id, e);
+        }
+    }
+    let session = match state.session(headers) {
+        Ok(Some(session)) => session,
+        Ok(None) => {
+            let e = RpcError::new(
+                jsonrpc::INVALID_REQUEST,
+                "Bad Request: no Mcp-Session-Id; send initialize first, or a 2026-07-28 request with _meta",
+            );
+            return rpc_error_response(StatusCode::BAD_REQUEST, id, e);
+        }
+        Err(refused) => return refused.into_response(),
+    };
+    session.touch();
+    let cancel = session.track(&id);
+    let ctx = RequestCtx {
+        era: Era::Legacy,
+        request_id: id.clone(),
+        client_capabilities: session.client_capabilities.clone(),
+        link: None,
+        session: Some(Arc::clone(&session)),
+    };
+    let answers = Some(Arc::clone(&session.answers));
+    respond(
+        Arc::clone(&state.gateway),
+        ctx,
+        id,
+        method,
+        params,
+        Cancel::OnNotification(cancel),
+        answers,
+    )
+    .await
+}
+
+/// A request refused before it reached the router.
+struct Refusal(StatusCode, RpcError);
+
+impl IntoResponse for Refusal {
+    fn into_response(self) -> Response {
+        rpc_error_response(self.0, Value::Null, self.1)
+    }
+}
+
+/// What cancels a request besides its own end.
+enum Cancel {
+    /// Modern: the client closing the response stream.
+    OnClose,
+    /// Legacy: `notifications/cancelled` (a disconnect is not a
+    /// cancellation in 2025-x).
+    OnNotification(CancellationToken),
+}
+
+/// Runs the request on its own task and answers with JSON, or with SSE as
+/// soon as anything must reach the client before the result.
+async fn respond(
+    gateway: Arc<Gateway>,
+    mut ctx: RequestCtx,
+    id: Value,
+    method: String,
+    params: Value,
+    cancel: Cancel,
+    answers: Option<Arc<Pending>>,
+) -> Response {
+    let (tx, mut rx) = mpsc::channel::<Value>(256);
+    ctx.link = Some(ClientLink::new(tx.clone(), answers));
+    let era = ctx.era;
+    tokio::spawn(async move {
+        let handled = gateway.handle(&ctx, &method, params);
+        let outcome = match &cancel {
+            Cancel::OnClose => tokio::select! {
+                outcome = handled => Some(outcome),
+                () = tx.closed() => None,
+            },
+            Cancel::OnNotification(token) => tokio::select! {
+                outcome = handled => Some(outcome),
+                () = token.cancelled() => None,
+            },
+        };
+        if let Some(session) = &ctx.session {
+            session.untrack(&id);
+        }
+        if let Some(outcome) = outcome {
+            let _ = tx.send(jsonrpc::response(id, outcome)).await;
+        }
+    });
+    match rx.recv().await {
+        // Cancelled before anything was said: no answer is due.
+        None => StatusCode::ACCEPTED.into_response(),
+        Some(first) if first.get("method").is_none() => {
+            let status = match first.pointer("/error/code").and_then(Value::as_i64) {
+                Some(jsonrpc::METHOD_NOT_FOUND) if era == Era::Modern => StatusCode::NOT_FOUND,
+                _ => StatusCode::OK,
+            };
+            json_response(status, &first, None)
+        }
+        Some(first) => {
+            let rest = stream::unfold(rx, |mut rx| async move { rx.recv().await.map(|m| (m, rx)) });
+            sse_response(stream::once(async move { first }).chain(rest))
+        }
+    }
+}
+
+async fn get_mcp(State(state): State<Arc<HttpState>>, headers: HeaderMap) -> Response {
+    if let Err(refused) = check_origin(&headers, state.loopback) {
+        return refused.into_response();
+    }
+    match state.session(&headers) {
+        Ok(Some(session)) => {
+            session.touch();
+            let (tx, rx) = mpsc::channel::<Value>(256);
+            session.set_standalone(tx);
+            let closed = session.closed.clone();
+            let messages =
+                stream::unfold(rx, |mut rx| async move { rx.recv().await.map(|m| (m, rx)) })
+                    .take_until(async move { closed.cancelled().await });
+            sse_response(messages)
+        }
+        // No session: stateless (2026-07-28) clients have no GET stream.
+        Ok(None) => StatusCode::METHOD_NOT_ALLOWED.into_response(),
+        Err(refused) => refused.into_response(),
+    }
+}
+
+async fn delete_mcp(State(state): State<Arc<HttpState>>, headers: HeaderMap) -> Response {
+    if let Err(refused) = check_origin(&headers, state.loopback) {
+        return refused.into_response();
+    }
+    let Some(id) = headers.get("mcp-session-id").and_then(|v| v.to_str().ok()) else {
+        return StatusCode::METHOD_NOT_ALLOWED.into_response();
+    };
+    match state.lock_sessions().remove(id) {
+        Some(session) => {
+            session.closed.cancel();
+            StatusCode::OK.into_response()
+        }
+        None => StatusCode::NOT_FOUND.into_response(),
+    }
+}
+
+/// DNS-rebinding guard (MCP-NOTES §4.1): a present `Origin` must be a
+/// local origin, and when bound to loopback the `Host` must be a local name.
+fn check_origin(headers: &HeaderMap, loopback: bool) -> Result<(), Refusal> {
+    let forbidden = |what: &str| {
+        let e = RpcError::new(
+            jsonrpc::INVALID_REQUEST,
+            format!("Forbidden: {what} is not allowed"),
+        );
+        Refusal(StatusCode::FORBIDDEN, e)
+    };
+    if let Some(origin) = headers.get(header::ORIGIN) {
+        let origin = origin.to_str().unwrap_or_default();
+        let host = origin
+            .strip_prefix("http://")
+            .or_else(|| origin.strip_prefix("https://"))
+            .map(strip_port);
+        if !host.is_some_and(is_local_host) {
+            return Err(forbidden("this Origin"));
+        }
+    }
+    if loopback {
+        let host = headers
+            .get(header::HOST)
+            .and_then(|h| h.to_str().ok())
+            .map(strip_port);
+        if !host.is_some_and(is_local_host) {
+            return Err(forbidden("this Host"));
+        }
+    }
+    Ok(())
+}
+
+fn strip_port(authority: &str) -> &str {
+    if let Some(rest) = authority.strip_prefix('[') {
+        return rest.split(']').next().unwrap_or_default();
+    }
+    authority
+        .rsplit_once(':')
+        .map_or(authority, |(host, _)| host)
+}
+
+fn is_local_host(host: &str) -> bool {
+    matches!(host, "localhost" | "127.0.0.1" | "::1")
+}
+
+/// SEP-2243 (MCP-NOTES §4.4): the headers must mirror the body.
+fn check_modern_headers(headers: &HeaderMap, method: &str, params: &Value) -> Result<(), RpcError> {
+    let mismatch = |what: String| RpcError::new(jsonrpc::HEADER_MISMATCH, what);
+    let header = |name: &str| headers.get(name).map(|v| v.to_str().unwrap_or("\u{fffd}"));
+    match header("mcp-protocol-version") {
+        Some(protocol::MODERN_VERSION) => {}
+        Some(other) => {
+            return Err(mismatch(format!(
+                "MCP-Protocol-Version header {other:?} does not match the body's {:?}",
+                protocol::MODERN_VERSION
+            )));
+        }
+        None => return Err(mismatch("missing MCP-Protocol-Version header".into())),
+    }
+    match header("mcp-method") {
+        Some(m) if m == method => {}
+        Some(m) => {
+            return Err(mismatch(format!(
+                "Mcp-Method header {m:?} does not match the body's {method:?}"
+            )));
+        }
+        None => return Err(mismatch("missing Mcp-Method header".into())),
+    }
+    let name_field = match method {
+        "tools/call" | "prompts/get" => Some("name"),
+        "resources/read" => Some("uri"),
+        _ => None,
+    };
+    if let Some(field) = name_field {
+        let body = params.get(field).and_then(Value::as_str);
+        match header("mcp-name").map(decode_header_value) {
+            Some(Some(h)) if Some(h.as_str()) == body => {}
+            Some(_) => {
+                return Err(mismatch(format!(
+                    "Mcp-Name header does not match params.{field}"
+                )));
+            }
+            None => return Err(mismatch("missing Mcp-Name header".into())),
+        }
+    }
+    Ok(())
+}
+
+/// Decodes `=?base64?...?=` (SEP-2243); plain values stay as they are.
+fn decode_header_value(value: &str) -> Option<String> {
+    match value
+        .strip_prefix("=?base64?")
+        .and_then(|v| v.strip_suffix("?="))
+    {
+        Some(encoded) => base64::engine::general_purpose::STANDARD
+            .decode(encoded)
+            .ok()
+            .and_then(|bytes| String::from_utf8(bytes).ok()),
+        None => Some(value.to_owned()),
+    }
+}
+
+fn new_session_id() -> String {
+    let bytes: [u8; 16] = rand::rng().random();
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+fn json_response(status: StatusCode, body: &Value, session: Option<HeaderValue>) -> Response {
+    let bytes = serde_json::to_vec(body).unwrap_or_default();
+    let mut response = (status, Body::from(bytes)).into_response();
+    let h = response.headers_mut();
+    h.insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static("application/json"),
+    );
+    if let Some(session) = session {
+        h.insert("mcp-session-id", session);
+    }
+    response
+}
+
+fn rpc_error_response(status: StatusCode, id: Value, error: RpcError) -> Response {
+    json_response(status, &jsonrpc::response(id, Err(error)), None)
+}
+
+fn sse_response(messages: impl Stream<Item = Value> + Send + 'static) -> Response {
+    let events = messages.map(|m| {
+        Ok::<_, Infallible>(Event::default().data(serde_json::to_string(&m).unwrap_or_default()))
+    });
+    let mut response = Sse::new(events)
+        .keep_alive(KeepAlive::new().interval(KEEP_ALIVE))
+        .into_response();
+    response
+        .headers_mut()
+        .insert("x-accel-buffering", HeaderValue::from_static("no"));
+    response
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn headers(pairs: &[(&'static str, &str)]) -> HeaderMap {
+        let mut h = HeaderMap::new();
+        for (k, v) in pairs {
+            h.insert(*k, HeaderValue::try_from(*v).expect("header"));
+        }
+        h
+    }
+
+    #[test]
+    fn origin_and_host_guard() {
+        assert!(check_origin(&headers(&[("host", "127.0.0.1:8787")]), true).is_ok());
+        assert!(check_origin(&headers(&[("host", "localhost")]), true).is_ok());
+        assert!(check_origin(&headers(&[("host", "[::1]:80")]), true).is_ok());
+        assert!(check_origin(&headers(&[("host", "evil.example.com")]), true).is_err());
+        assert!(
+            check_origin(
+                &headers(&[("host", "127.0.0.1"), ("origin", "http://localhost:3000")]),
+                true
+            )
+            .is_ok()
+        );
+        assert!(
+            check_origin(
+                &headers(&[("host", "127.0.0.1"), ("origin", "http://evil.example.com")]),
+                true
+            )
+            .is_err()
+        );
+        assert!(
+            check_origin(&headers(&[("host", "127.0.0.1"), ("origin", "null")]), true).is_err()
+        );
+        // Bound to a public address, Host is not checked (auth guards it).
+        assert!(check_origin(&headers(&[("host", "mcp.example.com")]), false).is_ok());
+    }
+
+    #[test]
+    fn modern_headers_must_mirror_the_body() {
+        let p = json!({"name": "a b"});
+        let ok = headers(&[
+            ("mcp-protocol-version", "2026-07-28"),
+            ("mcp-method", "tools/call"),
+            ("mcp-name", "a b"),
+        ]);
+        assert!(check_modern_headers(&ok, "tools/call", &p).is_ok());
+        let b64 = headers(&[
+            ("mcp-protocol-version", "2026-07-28"),
+            ("mcp-method", "tools/call"),
+            ("mcp-name", "=?base64?YSBi?="),
+        ]);
+        assert!(check_modern_headers(&b64, "tools/call", &p).is_ok());
+        let cases = [
+            headers(&[("mcp-method", "tools/call"), ("mcp-name", "a b")]),
+            headers(&[
+                ("mcp-protocol-version", "2025-11-25"),
+                ("mcp-method", "tools/call"),
+                ("mcp-name", "a b"),
+            ]),
+            headers(&[
+                ("mcp-protocol-version", "2026-07-28"),
+                ("mcp-method", "tools/list"),
+                ("mcp-name", "a b"),
+            ]),
+            headers(&[
+                ("mcp-protocol-version", "2026-07-28"),
+                ("mcp-method", "tools/call"),
+            ]),
+            headers(&[
+                ("mcp-protocol-version", "2026-07-28"),
+                ("mcp-method", "tools/call"),
+                ("mcp-name", "other"),
+            ]),
+        ];
+        for h in cases {
+            let e = check_modern_headers(&h, "tools/call", &p).expect_err("mismatch");
+            assert_eq!(e.code, -32020, "{h:?}");
+        }
+    }
+
+    #[test]
+    fn session_ids_are_random_and_visible_ascii() {
+        let a = new_session_id();
+        assert_eq!(a.len(), 32);
+        assert!(a.bytes().all(|b| (0x21..=0x7e).contains(&b)));
+        assert_ne!(a, new_session_id());
+    }
+}

@@ -1,0 +1,229 @@
+//! Downstream: the clients sluice serves, over stdio or Streamable HTTP.
+//!
+//! Both transports turn a client message into a call to the router with a
+//! [`RequestCtx`]: which era the request speaks, what the client declared it
+//! can do, where the request's own notifications and server-to-client
+//! requests go (its [`ClientLink`]), and, for legacy clients, the
+//! [`ClientSession`] that outlives one request.
+
+pub mod http;
+pub mod stdio;
+
+use std::collections::{HashMap, HashSet};
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::time::Duration;
+
+use serde_json::{Value, json};
+use sluice_core::jsonrpc::{self, RpcError};
+use sluice_core::protocol::Era;
+use tokio::sync::{broadcast, mpsc};
+use tokio::time::Instant;
+use tokio_util::sync::CancellationToken;
+
+use crate::gateway::ClientEvent;
+use crate::pending::Pending;
+
+/// One client request, as the router sees it.
+pub struct RequestCtx {
+    /// The era of this request.
+    pub era: Era,
+    /// The id the client gave the request.
+    pub request_id: Value,
+    /// What the client declared it can do (on this request if modern, at
+    /// `initialize` if legacy).
+    pub client_capabilities: Value,
+    /// Where this request's notifications and relayed requests go.
+    pub link: Option<ClientLink>,
+    /// The legacy session, if any.
+    pub session: Option<Arc<ClientSession>>,
+}
+
+/// A way to send messages to the client while one request is open.
+#[derive(Clone)]
+pub struct ClientLink {
+    tx: mpsc::Sender<Value>,
+    /// Where the client's answers to relayed requests arrive; `None` when
+    /// the client cannot take server-to-client requests (modern era).
+    answers: Option<Arc<Pending>>,
+}
+
+/// What a legacy client's `initialize` set up, for a session (HTTP) or a
+/// process (stdio).
+pub struct ClientSession {
+    /// The negotiated version.
+    pub protocol_version: String,
+    /// The capabilities declared at `initialize`.
+    pub client_capabilities: Value,
+    /// The client's answers to relayed requests.
+    pub(crate) answers: Arc<Pending>,
+    /// Resource URIs the client subscribed to.
+    subscriptions: Mutex<HashSet<String>>,
+    /// Where notifications unrelated to a request go (the GET stream, or
+    /// stdout); `None` while the client has no such stream open.
+    standalone: Mutex<Option<mpsc::Sender<Value>>>,
+    /// Requests in flight, by the client's id, to cancel them.
+    inflight: Mutex<HashMap<String, CancellationToken>>,
+    last_seen: Mutex<Instant>,
+    /// Ends the session's background tasks.
+    pub(crate) closed: CancellationToken,
+}
+
+// === impl ClientLink ===
+
+impl ClientLink {
+    /// A link that can also carry server-to-client requests.
+    pub(crate) fn new(tx: mpsc::Sender<Value>, answers: Option<Arc<Pending>>) -> Self {
+        ClientLink { tx, answers }
+    }
+
+    /// Sends a notification; `false` when the client is gone.
+    pub(crate) async fn notify(&self, message: Value) -> bool {
+        self.tx.send(message).await.is_ok()
+    }
+
+    /// Resolves when the client stopped listening.
+    pub(crate) async fn closed(&self) {
+        self.tx.closed().await;
+    }
+
+    /// Whether the link can carry server-to-client requests.
+    pub(crate) fn takes_requests(&self) -> bool {
+        self.answers.is_some()
+    }
+
+    /// Sends a server-to-client request and waits for the answer.
+    pub(crate) async fn request(
+        &self,
+        method: &str,
+        params: Value,
+        timeout: Duration,
+    ) -> Result<Value, RpcError> {
+        let Some(answers) = &self.answers else {
+            return Err(RpcError::method_not_found(method));
+        };
+        let (id, rx) = answers.register();
+        let sent = self
+            .tx
+            .send(jsonrpc::request(json!(id), method, params))
+            .await;
+        if sent.is_err() {
+            answers.forget(id);
+            return Err(RpcError::new(jsonrpc::INTERNAL_ERROR, "the client is gone"));
+        }
+        let answer = tokio::time::timeout(timeout, rx).await;
+        answers.forget(id);
+        match answer {
+            Ok(Ok(Ok(result))) => Ok(result),
+            Ok(Ok(Err(Some(error)))) => Err(error),
+            Ok(_) => Err(RpcError::new(jsonrpc::INTERNAL_ERROR, "the client is gone")),
+            Err(_) => Err(RpcError::new(
+                jsonrpc::INTERNAL_ERROR,
+                format!("the client did not answer {method} in time"),
+            )),
+        }
+    }
+}
+
+// === impl ClientSession ===
+
+impl ClientSession {
+    pub(crate) fn new(protocol_version: String, client_capabilities: Value) -> Arc<Self> {
+        Arc::new(ClientSession {
+            protocol_version,
+            client_capabilities,
+            answers: Arc::new(Pending::default()),
+            subscriptions: Mutex::new(HashSet::new()),
+            standalone: Mutex::new(None),
+            inflight: Mutex::new(HashMap::new()),
+            last_seen: Mutex::new(Instant::now()),
+            closed: CancellationToken::new(),
+        })
+    }
+
+    fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+        m.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    pub(crate) fn touch(&self) {
+        *Self::lock(&self.last_seen) = Instant::now();
+    }
+
+    /// Idle: no request for `limit` and no stream open.
+    pub(crate) fn idle_for(&self, limit: Duration) -> bool {
+        let stream_open = Self::lock(&self.standalone)
+            .as_ref()
+            .is_some_and(|tx| !tx.is_closed());
+        let busy = !Self::lock(&self.inflight).is_empty();
+        !stream_open && !busy && Self::lock(&self.last_seen).elapsed() > limit
+    }
+
+    pub(crate) fn set_standalone(&self, tx: mpsc::Sender<Value>) {
+        *Self::lock(&self.standalone) = Some(tx);
+    }
+
+    pub(crate) fn subscribe(&self, uri: &str) {
+        Self::lock(&self.subscriptions).insert(uri.to_owned());
+    }
+
+    pub(crate) fn unsubscribe(&self, uri: &str) {
+        Self::lock(&self.subscriptions).remove(uri);
+    }
+
+    /// Registers a request so `notifications/cancelled` can stop it.
+    pub(crate) fn track(&self, id: &Value) -> CancellationToken {
+        let token = CancellationToken::new();
+        Self::lock(&self.inflight).insert(id.to_string(), token.clone());
+        token
+    }
+
+    pub(crate) fn untrack(&self, id: &Value) {
+        Self::lock(&self.inflight).remove(&id.to_string());
+    }
+
+    /// `notifications/cancelled` from the client.
+    pub(crate) fn cancel(&self, params: &Value) {
+        if let Some(id) = params.get("requestId")
+            && let Some(token) = Self::lock(&self.inflight).remove(&id.to_string())
+        {
+            token.cancel();
+        }
+    }
+
+    /// Forwards gateway events to the session's standalone stream until the
+    /// session closes.
+    pub(crate) fn forward_events(self: &Arc<Self>, mut events: broadcast::Receiver<ClientEvent>) {
+        let session = Arc::clone(self);
+        tokio::spawn(async move {
+            loop {
+                let event = tokio::select! {
+                    e = events.recv() => e,
+                    () = session.closed.cancelled() => return,
+                };
+                let message = match event {
+                    Ok(ClientEvent::ListChanged(method)) => {
+                        jsonrpc::notification(method, Value::Null)
+                    }
+                    Ok(ClientEvent::ResourceUpdated(params)) => {
+                        let uri = params
+                            .get("uri")
+                            .and_then(Value::as_str)
+                            .unwrap_or_default();
+                        if !Self::lock(&session.subscriptions).contains(uri) {
+                            continue;
+                        }
+                        jsonrpc::notification("notifications/resources/updated", params)
+                    }
+                    Ok(ClientEvent::Log(params)) => {
+                        jsonrpc::notification("notifications/message", params)
+                    }
+                    Err(broadcast::error::RecvError::Lagged(_)) => continue,
+                    Err(broadcast::error::RecvError::Closed) => return,
+                };
+                let tx = Self::lock(&session.standalone).clone();
+                if let Some(tx) = tx {
+                    let _ = tx.try_send(message);
+                }
+            }
+        });
+    }
+}

@@ -1,0 +1,224 @@
+//! Serving one client over stdin/stdout (newline-delimited JSON-RPC).
+//!
+//! The era is chosen by how the client opens (MCP-NOTES §1.3): a request
+//! whose `_meta` names the version is served statelessly (modern); an
+//! `initialize` makes the process a legacy session, whose client may then
+//! receive `list_changed`, log messages and relayed sampling or elicitation
+//! requests on stdout. Requests run concurrently; `notifications/cancelled`
+//! stops one. The function returns when stdin closes.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex, PoisonError};
+
+use futures::StreamExt;
+use serde_json::Value;
+use sluice_core::jsonrpc::{self, EnvelopeError, Message, RpcError};
+use sluice_core::protocol::{self, Era};
+use tokio::io::{AsyncRead, AsyncWrite, AsyncWriteExt};
+use tokio::sync::mpsc;
+use tokio_util::codec::{AnyDelimiterCodec, AnyDelimiterCodecError, FramedRead};
+use tokio_util::sync::CancellationToken;
+
+use super::{ClientLink, ClientSession, RequestCtx};
+use crate::gateway::{Gateway, TRANSPORT_MAX_MESSAGE_BYTES};
+use crate::pending::Pending;
+
+/// Serves MCP on `input`/`output` until `input` ends or shutdown begins.
+pub async fn serve(
+    gateway: Arc<Gateway>,
+    input: impl AsyncRead + Unpin,
+    output: impl AsyncWrite + Unpin + Send + 'static,
+) {
+    let (out_tx, mut out_rx) = mpsc::channel::<Value>(1024);
+    let writer = tokio::spawn(async move {
+        let mut output = output;
+        while let Some(message) = out_rx.recv().await {
+            let Ok(mut line) = serde_json::to_vec(&message) else {
+                continue;
+            };
+            line.push(b'\n');
+            if output.write_all(&line).await.is_err() || output.flush().await.is_err() {
+                break;
+            }
+        }
+    });
+
+    let codec = AnyDelimiterCodec::new_with_max_length(
+        b"\n".to_vec(),
+        Vec::new(),
+        TRANSPORT_MAX_MESSAGE_BYTES,
+    );
+    let mut frames = FramedRead::new(input, codec);
+    let mut client = StdioClient {
+        gateway: Arc::clone(&gateway),
+        out: out_tx.clone(),
+        session: None,
+        // Modern requests have no session; their cancellations are tracked
+        // here.
+        modern_inflight: Arc::new(Mutex::new(HashMap::new())),
+        answers: Arc::new(Pending::default()),
+    };
+    loop {
+        let frame = tokio::select! {
+            f = frames.next() => f,
+            () = gateway.shutting_down() => break,
+        };
+        let line = match frame {
+            Some(Ok(line)) => line,
+            Some(Err(AnyDelimiterCodecError::MaxChunkLengthExceeded)) => {
+                let e = RpcError::new(
+                    jsonrpc::INVALID_REQUEST,
+                    "message exceeds the transport ceiling",
+                );
+                let _ = out_tx.send(jsonrpc::response(Value::Null, Err(e))).await;
+                continue;
+            }
+            Some(Err(AnyDelimiterCodecError::Io(_))) | None => break,
+        };
+        if line.iter().all(u8::is_ascii_whitespace) {
+            continue;
+        }
+        client.handle_line(&line).await;
+    }
+    if let Some(session) = &client.session {
+        session.closed.cancel();
+    }
+    drop(client);
+    drop(out_tx);
+    let _ = writer.await;
+}
+
+struct StdioClient {
+    gateway: Arc<Gateway>,
+    out: mpsc::Sender<Value>,
+    session: Option<Arc<ClientSession>>,
+    modern_inflight: Arc<Mutex<HashMap<String, CancellationToken>>>,
+    answers: Arc<Pending>,
+}
+
+impl StdioClient {
+    async fn handle_line(&mut self, line: &[u8]) {
+        let message = match Message::parse(line) {
+            None => {
+                let e = RpcError::new(jsonrpc::PARSE_ERROR, "Parse error");
+                let _ = self.out.send(jsonrpc::response(Value::Null, Err(e))).await;
+                return;
+            }
+            Some(Err(e)) => {
+                let e = RpcError::new(jsonrpc::INVALID_REQUEST, envelope_message(&e));
+                let _ = self.out.send(jsonrpc::response(Value::Null, Err(e))).await;
+                return;
+            }
+            Some(Ok(message)) => message,
+        };
+        match message {
+            Message::Request { id, method, params } => self.request(id, method, params).await,
+            // initialized, roots/list_changed, ...: nothing to do.
+            Message::Notification { method, params } => {
+                if method == "notifications/cancelled" {
+                    self.cancel(&params);
+                }
+            }
+            Message::Response { id, outcome } => {
+                let answers = match &self.session {
+                    Some(session) => &session.answers,
+                    None => &self.answers,
+                };
+                answers.resolve(&id, outcome.map_err(Some));
+            }
+        }
+    }
+
+    async fn request(&mut self, id: Value, method: String, params: Value) {
+        let era = protocol::request_era(&params);
+        if era == Era::Legacy && method == "initialize" {
+            let result = self.gateway.initialize_result(&params);
+            let version = result["protocolVersion"]
+                .as_str()
+                .unwrap_or_default()
+                .to_owned();
+            let caps = params
+                .get("capabilities")
+                .cloned()
+                .unwrap_or_else(|| serde_json::json!({}));
+            let session = ClientSession::new(version, caps);
+            session.set_standalone(self.out.clone());
+            session.forward_events(self.gateway.subscribe());
+            if let Some(old) = self.session.replace(session) {
+                old.closed.cancel();
+            }
+            let _ = self.out.send(jsonrpc::response(id, Ok(result))).await;
+            return;
+        }
+        let (caps, token) = match era {
+            Era::Modern => match protocol::check_modern_meta(&params) {
+                Ok(meta) => {
+                    let token = CancellationToken::new();
+                    lock(&self.modern_inflight).insert(id.to_string(), token.clone());
+                    (meta.client_capabilities, token)
+                }
+                Err(e) => {
+                    let _ = self.out.send(jsonrpc::response(id, Err(e))).await;
+                    return;
+                }
+            },
+            // A legacy request before `initialize` is served with no
+            // declared capabilities rather than refused: some clients skip
+            // the handshake on stdio.
+            Era::Legacy => match &self.session {
+                Some(session) => (session.client_capabilities.clone(), session.track(&id)),
+                None => (serde_json::json!({}), CancellationToken::new()),
+            },
+        };
+        let answers = match (era, &self.session) {
+            (Era::Legacy, Some(session)) => Some(Arc::clone(&session.answers)),
+            _ => None,
+        };
+        let ctx = RequestCtx {
+            era,
+            request_id: id.clone(),
+            client_capabilities: caps,
+            link: Some(ClientLink::new(self.out.clone(), answers)),
+            session: self.session.clone().filter(|_| era == Era::Legacy),
+        };
+        let gateway = Arc::clone(&self.gateway);
+        let out = self.out.clone();
+        let modern_inflight = Arc::clone(&self.modern_inflight);
+        tokio::spawn(async move {
+            let outcome = tokio::select! {
+                outcome = gateway.handle(&ctx, &method, params) => Some(outcome),
+                // Cancelled: dropping the handler cancels upstream; the
+                // client gets no answer (MCP-NOTES §7.2).
+                () = token.cancelled() => None,
+            };
+            match &ctx.session {
+                Some(session) => session.untrack(&id),
+                None => {
+                    lock(&modern_inflight).remove(&id.to_string());
+                }
+            }
+            if let Some(outcome) = outcome {
+                let _ = out.send(jsonrpc::response(id, outcome)).await;
+            }
+        });
+    }
+
+    fn cancel(&self, params: &Value) {
+        if let Some(session) = &self.session {
+            session.cancel(params);
+        }
+        if let Some(id) = params.get("requestId")
+            && let Some(token) = lock(&self.modern_inflight).remove(&id.to_string())
+        {
+            token.cancel();
+        }
+    }
+}
+
+fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+pub(crate) fn envelope_message(e: &EnvelopeError) -> String {
+    format!("Invalid request: {e}")
+}

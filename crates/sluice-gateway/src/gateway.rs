@@ -1,0 +1,255 @@
+//! The gateway: upstream supervisors, the published catalog, and the events
+//! every connected client may need.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex, PoisonError, RwLock};
+use std::time::Duration;
+
+use serde_json::{Value, json};
+use sluice_core::catalog::{Federation, UpstreamCatalog};
+use sluice_core::config::Config;
+use sluice_core::discovery::ListKind;
+use tokio::sync::{broadcast, watch};
+use tokio_util::sync::CancellationToken;
+use tokio_util::task::TaskTracker;
+
+use crate::upstream::{self, Settings, Upstream, UpstreamEvent, UpstreamStatus};
+
+/// The transport ceiling: no message larger than this is buffered from an
+/// upstream or a client (DESIGN decision 6).
+pub const TRANSPORT_MAX_MESSAGE_BYTES: usize = 16 * 1024 * 1024;
+
+/// sluice's name in `serverInfo` and `clientInfo`.
+pub const NAME: &str = "sluice";
+/// sluice's version, the crate version.
+pub const VERSION: &str = env!("CARGO_PKG_VERSION");
+
+/// A running gateway.
+pub struct Gateway {
+    pub(crate) config: Config,
+    pub(crate) upstreams: Vec<Arc<Upstream>>,
+    pub(crate) hub: Arc<Hub>,
+    shutdown: CancellationToken,
+    tracker: TaskTracker,
+}
+
+/// What clients share: the federated catalog and the event feed.
+pub(crate) struct Hub {
+    order: Vec<String>,
+    separator: String,
+    catalogs: Mutex<HashMap<String, UpstreamCatalog>>,
+    federation: RwLock<Arc<Federation>>,
+    events: broadcast::Sender<ClientEvent>,
+    /// How many upstreams finished their first connection attempt.
+    settled: watch::Sender<usize>,
+}
+
+/// Something to tell connected clients about.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) enum ClientEvent {
+    /// The federated list changed: the notification method to send.
+    ListChanged(&'static str),
+    /// `notifications/resources/updated` params from an upstream.
+    ResourceUpdated(Value),
+    /// A log message from an upstream that no request could take.
+    Log(Value),
+}
+
+// === impl Gateway ===
+
+impl Gateway {
+    /// Starts one supervisor per upstream and returns at once; upstreams
+    /// connect in the background.
+    pub fn start(config: Config) -> Arc<Gateway> {
+        let settings = Settings {
+            request_timeout: config.server.request_timeout,
+            startup_timeout: config.server.startup_timeout,
+            shutdown_grace: config.server.shutdown_grace,
+            max_message_bytes: TRANSPORT_MAX_MESSAGE_BYTES,
+            client_info: json!({"name": NAME, "version": VERSION}),
+        };
+        let (events, _) = broadcast::channel(1024);
+        let hub = Arc::new(Hub {
+            order: config.upstreams.iter().map(|u| u.name.clone()).collect(),
+            separator: config.server.separator.clone(),
+            catalogs: Mutex::new(HashMap::new()),
+            federation: RwLock::new(Arc::new(Federation::default())),
+            events,
+            settled: watch::Sender::new(0),
+        });
+        let upstreams: Vec<Arc<Upstream>> = config
+            .upstreams
+            .iter()
+            .map(|u| Arc::new(Upstream::new(u.clone())))
+            .collect();
+        let shutdown = CancellationToken::new();
+        let tracker = TaskTracker::new();
+        for up in &upstreams {
+            tracker.spawn(upstream::supervise(
+                Arc::clone(up),
+                Arc::clone(&hub),
+                settings.clone(),
+                shutdown.clone(),
+            ));
+        }
+        tracker.close();
+        Arc::new(Gateway {
+            config,
+            upstreams,
+            hub,
+            shutdown,
+            tracker,
+        })
+    }
+
+    /// Stops every upstream (children get SIGTERM, then SIGKILL after the
+    /// grace period) and waits for them.
+    pub async fn shutdown(&self) {
+        self.shutdown.cancel();
+        self.tracker.wait().await;
+    }
+
+    /// Resolves when shutdown has begun.
+    pub async fn shutting_down(&self) {
+        self.shutdown.cancelled().await;
+    }
+
+    /// Waits until every upstream has finished its first connection attempt
+    /// (connected and read, or failed), at most `limit`. Requests that need
+    /// the catalog wait for this, so a client that connects at once does not
+    /// see an empty catalog just because upstreams are still starting.
+    pub async fn settled(&self, limit: Duration) {
+        let n = self.upstreams.len();
+        let mut rx = self.hub.settled.subscribe();
+        let _ = tokio::time::timeout(limit, rx.wait_for(|settled| *settled >= n)).await;
+    }
+
+    /// `/health`: status, version, and each upstream's state.
+    pub fn health(&self) -> Value {
+        let upstreams: serde_json::Map<String, Value> = self
+            .upstreams
+            .iter()
+            .map(|u| {
+                let status = u.status();
+                (
+                    u.name().to_owned(),
+                    serde_json::to_value(&status).unwrap_or(Value::Null),
+                )
+            })
+            .collect();
+        let all_ready = self.upstreams.iter().all(|u| u.status().state == "ready");
+        json!({
+            "status": if all_ready { "ok" } else { "degraded" },
+            "version": VERSION,
+            "upstreams": upstreams,
+        })
+    }
+
+    /// Each upstream's status, in config order.
+    pub fn upstream_statuses(&self) -> Vec<(String, UpstreamStatus)> {
+        self.upstreams
+            .iter()
+            .map(|u| (u.name().to_owned(), u.status()))
+            .collect()
+    }
+
+    pub(crate) fn upstream(&self, name: &str) -> Option<&Arc<Upstream>> {
+        self.upstreams.iter().find(|u| u.name() == name)
+    }
+
+    pub(crate) fn federation(&self) -> Arc<Federation> {
+        self.hub.federation()
+    }
+
+    pub(crate) fn subscribe(&self) -> broadcast::Receiver<ClientEvent> {
+        self.hub.events.subscribe()
+    }
+
+    /// sluice's own `serverInfo`.
+    pub(crate) fn server_info(&self) -> Value {
+        json!({"name": NAME, "version": VERSION})
+    }
+}
+
+// === impl Hub ===
+
+impl Hub {
+    pub(crate) fn federation(&self) -> Arc<Federation> {
+        Arc::clone(
+            &self
+                .federation
+                .read()
+                .unwrap_or_else(PoisonError::into_inner),
+        )
+    }
+
+    /// Publishes an upstream's complete catalog and tells clients which
+    /// federated lists changed.
+    pub(crate) fn publish(&self, upstream: &str, catalog: UpstreamCatalog) {
+        let new = {
+            let mut catalogs = self.catalogs.lock().unwrap_or_else(PoisonError::into_inner);
+            catalogs.insert(upstream.to_owned(), catalog);
+            let ordered = self
+                .order
+                .iter()
+                .filter_map(|name| catalogs.get(name).map(|c| (name.as_str(), c)));
+            Arc::new(Federation::build(ordered, &self.separator))
+        };
+        for collision in new.collisions() {
+            tracing::warn!(
+                list = collision.kind.method(),
+                key = %collision.key,
+                kept = %collision.kept,
+                hidden = %collision.hidden,
+                "two upstreams offer the same entry; the first in the config is served"
+            );
+        }
+        let old = std::mem::replace(
+            &mut *self
+                .federation
+                .write()
+                .unwrap_or_else(PoisonError::into_inner),
+            Arc::clone(&new),
+        );
+        let mut changed: Vec<&'static str> = Vec::new();
+        for kind in ListKind::ALL {
+            if old.list(kind) != new.list(kind) {
+                let method = list_changed_method(kind);
+                if !changed.contains(&method) {
+                    changed.push(method);
+                }
+            }
+        }
+        for method in changed {
+            let _ = self.events.send(ClientEvent::ListChanged(method));
+        }
+    }
+
+    /// One upstream finished its first connection attempt.
+    pub(crate) fn mark_settled(&self) {
+        self.settled.send_modify(|n| *n += 1);
+    }
+
+    pub(crate) fn upstream_event(&self, upstream: &str, event: UpstreamEvent) {
+        let event = match event {
+            UpstreamEvent::ResourceUpdated(params) => ClientEvent::ResourceUpdated(params),
+            UpstreamEvent::Log(mut params) => {
+                // Say which upstream logged, unless it named itself.
+                if let Some(obj) = params.as_object_mut() {
+                    obj.entry("logger").or_insert_with(|| upstream.into());
+                }
+                ClientEvent::Log(params)
+            }
+            UpstreamEvent::ListChanged(_) => return,
+        };
+        let _ = self.events.send(event);
+    }
+}
+
+fn list_changed_method(kind: ListKind) -> &'static str {
+    match kind {
+        ListKind::Tools => "notifications/tools/list_changed",
+        ListKind::Prompts => "notifications/prompts/list_changed",
+        ListKind::Resources | ListKind::ResourceTemplates => "notifications/resources/list_changed",
+    }
+}

@@ -1,0 +1,140 @@
+//! The one place where a gateway failure becomes a JSON-RPC error.
+//!
+//! sluice's own codes live in `-32000..-32019` (DESIGN decision 9). Each
+//! error names the upstream by its configured name and says what happened,
+//! never how the upstream is reached (no command line, URL or header).
+//!
+//! | code     | meaning                                                        |
+//! |----------|----------------------------------------------------------------|
+//! | `-32001` | the upstream is not available (starting, failed, restarting)   |
+//! | `-32003` | the upstream did not answer within `server.request_timeout`    |
+//! | `-32004` | the upstream's connection was lost during the request          |
+//! | `-32005` | the upstream sent an answer that is not valid JSON-RPC         |
+//! | `-32006` | the gateway is shutting down                                   |
+//!
+//! Errors the upstream itself returns are passed through unchanged (apart
+//! from the era translation of `-32002`, see `sluice_core::protocol`).
+
+use std::time::Duration;
+
+use serde_json::json;
+use sluice_core::jsonrpc::RpcError;
+
+/// The upstream is not available.
+pub const UPSTREAM_UNAVAILABLE: i64 = -32001;
+/// The upstream did not answer in time.
+pub const UPSTREAM_TIMEOUT: i64 = -32003;
+/// The upstream's connection was lost during the request.
+pub const UPSTREAM_LOST: i64 = -32004;
+/// The upstream's answer was not valid JSON-RPC.
+pub const UPSTREAM_PROTOCOL: i64 = -32005;
+/// sluice is shutting down.
+pub const SHUTTING_DOWN: i64 = -32006;
+
+/// Why a request to an upstream did not produce the upstream's own answer.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum UpstreamError {
+    /// Not connected: starting, failed or restarting.
+    #[error("upstream {upstream:?} is not available ({state})")]
+    Unavailable {
+        /// The upstream's name.
+        upstream: String,
+        /// Its state, in words.
+        state: &'static str,
+    },
+    /// No answer within the request timeout.
+    #[error("upstream {upstream:?} did not answer within {after:?}")]
+    Timeout {
+        /// The upstream's name.
+        upstream: String,
+        /// The timeout that passed.
+        after: Duration,
+    },
+    /// The connection ended before the answer came.
+    #[error("upstream {upstream:?} connection was lost during the request")]
+    Lost {
+        /// The upstream's name.
+        upstream: String,
+    },
+    /// The answer could not be read as JSON-RPC.
+    #[error("upstream {upstream:?} sent a malformed answer: {detail}")]
+    Protocol {
+        /// The upstream's name.
+        upstream: String,
+        /// What was wrong, in fixed words.
+        detail: &'static str,
+    },
+    /// The upstream answered with a JSON-RPC error.
+    #[error("upstream error: {0}")]
+    Rpc(RpcError),
+    /// sluice is shutting down.
+    #[error("sluice is shutting down")]
+    ShuttingDown,
+}
+
+impl UpstreamError {
+    /// The JSON-RPC error a client receives.
+    pub fn to_rpc(&self) -> RpcError {
+        let (code, upstream) = match self {
+            UpstreamError::Rpc(e) => return e.clone(),
+            UpstreamError::ShuttingDown => {
+                return RpcError::new(SHUTTING_DOWN, self.to_string());
+            }
+            UpstreamError::Unavailable { upstream, .. } => (UPSTREAM_UNAVAILABLE, upstream),
+            UpstreamError::Timeout { upstream, .. } => (UPSTREAM_TIMEOUT, upstream),
+            UpstreamError::Lost { upstream } => (UPSTREAM_LOST, upstream),
+            UpstreamError::Protocol { upstream, .. } => (UPSTREAM_PROTOCOL, upstream),
+        };
+        RpcError::new(code, self.to_string()).with_data(json!({"upstream": upstream}))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn each_failure_has_its_own_code_and_names_the_upstream() {
+        let up = || "git".to_owned();
+        let cases = [
+            (
+                UpstreamError::Unavailable {
+                    upstream: up(),
+                    state: "restarting",
+                },
+                UPSTREAM_UNAVAILABLE,
+            ),
+            (
+                UpstreamError::Timeout {
+                    upstream: up(),
+                    after: Duration::from_secs(60),
+                },
+                UPSTREAM_TIMEOUT,
+            ),
+            (UpstreamError::Lost { upstream: up() }, UPSTREAM_LOST),
+            (
+                UpstreamError::Protocol {
+                    upstream: up(),
+                    detail: "not JSON",
+                },
+                UPSTREAM_PROTOCOL,
+            ),
+        ];
+        let mut codes = Vec::new();
+        for (err, code) in cases {
+            let rpc = err.to_rpc();
+            assert_eq!(rpc.code, code);
+            assert!((-32019..=-32000).contains(&rpc.code));
+            assert_eq!(rpc.data, Some(json!({"upstream": "git"})));
+            assert!(rpc.message.contains("\"git\""), "{}", rpc.message);
+            codes.push(code);
+        }
+        codes.dedup();
+        assert_eq!(codes.len(), 4);
+        let passthrough = RpcError::new(-32602, "Unknown tool");
+        assert_eq!(
+            UpstreamError::Rpc(passthrough.clone()).to_rpc(),
+            passthrough
+        );
+    }
+}

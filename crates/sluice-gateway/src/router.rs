@@ -1,0 +1,407 @@
+//! The router: what sluice does with each client request, whatever the
+//! transport.
+//!
+//! sluice answers the protocol's own methods itself (`server/discover`,
+//! `ping`, the four lists from the federated catalog) and forwards the rest
+//! to the upstream that owns the tool, prompt or resource, with names
+//! translated back. Every result is shaped for the client's era on the way
+//! out.
+
+use std::sync::Arc;
+
+use serde_json::{Value, json};
+use sluice_core::discovery::ListKind;
+use sluice_core::jsonrpc::{self, RpcError};
+use sluice_core::protocol::{self, CacheHints, Era};
+use tokio::sync::{broadcast, mpsc};
+
+use crate::downstream::RequestCtx;
+use crate::gateway::{ClientEvent, Gateway};
+use crate::upstream::{Related, Upstream};
+
+/// Caching hints on what sluice serves from its own catalog: the catalog is
+/// the same for every client (no per-user auth yet), and clients learn of
+/// changes through `list_changed`, so they may cache it publicly; a TTL of 0
+/// never lets a cache outlive a change it was not told about.
+const CATALOG_HINTS: CacheHints = CacheHints {
+    ttl_ms: 0,
+    public: true,
+};
+/// Hints on results forwarded from an upstream that gave none: sluice cannot
+/// know whether they depend on who asks.
+const FORWARDED_HINTS: CacheHints = CacheHints {
+    ttl_ms: 0,
+    public: false,
+};
+
+impl Gateway {
+    /// Handles one client request; the result is shaped for `ctx.era`.
+    pub async fn handle(
+        &self,
+        ctx: &RequestCtx,
+        method: &str,
+        params: Value,
+    ) -> Result<Value, RpcError> {
+        if !matches!(method, "ping" | "server/discover") {
+            self.settled(self.config.server.startup_timeout).await;
+        }
+        let outcome = match method {
+            "ping" => Ok(json!({})),
+            "server/discover" => Ok(self.discover_result()),
+            "tools/call" => self.call_named(ctx, ListKind::Tools, method, params).await,
+            "prompts/get" => {
+                self.call_named(ctx, ListKind::Prompts, method, params)
+                    .await
+            }
+            "resources/read" => self.read_resource(ctx, params).await,
+            "resources/subscribe" | "resources/unsubscribe" => {
+                self.subscribe_resource(ctx, method, params).await
+            }
+            "completion/complete" => self.complete(ctx, params).await,
+            "logging/setLevel" => self.set_log_level(params).await,
+            "subscriptions/listen" if ctx.era == Era::Modern => self.listen(ctx, params).await,
+            _ => match ListKind::from_method(method) {
+                Some(kind) => Ok(self.list(kind)),
+                None => Err(RpcError::method_not_found(method)),
+            },
+        };
+        let hints = if ListKind::from_method(method).is_some() || method == "server/discover" {
+            CATALOG_HINTS
+        } else {
+            FORWARDED_HINTS
+        };
+        match outcome {
+            Ok(mut result) => {
+                protocol::shape_result(ctx.era, method, &mut result, hints, &self.server_info());
+                Ok(result)
+            }
+            Err(e) => Err(protocol::shape_error(ctx.era, e)),
+        }
+    }
+
+    /// The capabilities sluice offers: everything it can route.
+    pub(crate) fn server_capabilities(&self) -> Value {
+        json!({
+            "tools": {"listChanged": true},
+            "resources": {"subscribe": true, "listChanged": true},
+            "prompts": {"listChanged": true},
+            "completions": {},
+            "logging": {},
+        })
+    }
+
+    fn discover_result(&self) -> Value {
+        json!({
+            "supportedVersions": protocol::supported_versions(),
+            "capabilities": self.server_capabilities(),
+        })
+    }
+
+    /// The answer to a legacy `initialize`.
+    pub fn initialize_result(&self, params: &Value) -> Value {
+        let requested = params.get("protocolVersion").and_then(Value::as_str);
+        json!({
+            "protocolVersion": protocol::negotiate_legacy(requested),
+            "capabilities": self.server_capabilities(),
+            "serverInfo": self.server_info(),
+        })
+    }
+
+    /// A whole federated list in one page (sluice's own paging comes with
+    /// the envelope work).
+    fn list(&self, kind: ListKind) -> Value {
+        let fed = self.federation();
+        let mut result = serde_json::Map::new();
+        result.insert(kind.field().into(), Value::Array(fed.list(kind).to_vec()));
+        Value::Object(result)
+    }
+
+    /// `tools/call` and `prompts/get`: route by the namespaced name, restore
+    /// the upstream's name, forward.
+    async fn call_named(
+        &self,
+        ctx: &RequestCtx,
+        kind: ListKind,
+        method: &str,
+        mut params: Value,
+    ) -> Result<Value, RpcError> {
+        let what = if kind == ListKind::Tools {
+            "tool"
+        } else {
+            "prompt"
+        };
+        let Some(name) = params.get("name").and_then(Value::as_str) else {
+            return Err(RpcError::invalid_params(format!(
+                "params.name must be the {what}'s name"
+            )));
+        };
+        let fed = self.federation();
+        let route = match kind {
+            ListKind::Tools => fed.route_tool(name),
+            _ => fed.route_prompt(name),
+        };
+        let Some(route) = route.cloned() else {
+            return Err(RpcError::invalid_params(format!("Unknown {what}: {name}")));
+        };
+        if let Some(obj) = params.as_object_mut() {
+            obj.insert("name".into(), route.name.clone().into());
+        }
+        let upstream = self.upstream_named(&route.upstream)?;
+        self.forward(ctx, upstream, method, params).await
+    }
+
+    async fn read_resource(&self, ctx: &RequestCtx, params: Value) -> Result<Value, RpcError> {
+        let Some(uri) = params.get("uri").and_then(Value::as_str) else {
+            return Err(RpcError::invalid_params(
+                "params.uri must be the resource's URI",
+            ));
+        };
+        let upstream = self.resource_owner(uri)?;
+        self.forward(ctx, upstream, "resources/read", params).await
+    }
+
+    async fn subscribe_resource(
+        &self,
+        ctx: &RequestCtx,
+        method: &str,
+        params: Value,
+    ) -> Result<Value, RpcError> {
+        let Some(uri) = params.get("uri").and_then(Value::as_str).map(String::from) else {
+            return Err(RpcError::invalid_params(
+                "params.uri must be the resource's URI",
+            ));
+        };
+        let upstream = self.resource_owner(&uri)?;
+        let result = self.forward(ctx, upstream, method, params).await?;
+        if let Some(session) = &ctx.session {
+            if method == "resources/subscribe" {
+                session.subscribe(&uri);
+            } else {
+                session.unsubscribe(&uri);
+            }
+        }
+        Ok(result)
+    }
+
+    /// The upstream that serves a URI: the one that lists it, else the
+    /// first with a matching template, else the only upstream that offers
+    /// resources at all.
+    fn resource_owner(&self, uri: &str) -> Result<&Upstream, RpcError> {
+        if let Some(owner) = self.federation().route_resource(uri) {
+            return self.upstream_named(owner);
+        }
+        let mut offering = self
+            .upstreams
+            .iter()
+            .filter(|u| u.connection().is_ok_and(|c| c.offers("resources")));
+        match (offering.next(), offering.next()) {
+            (Some(only), None) => Ok(only),
+            _ => Err(
+                RpcError::new(jsonrpc::LEGACY_RESOURCE_NOT_FOUND, "Resource not found")
+                    .with_data(json!({"uri": uri})),
+            ),
+        }
+    }
+
+    async fn complete(&self, ctx: &RequestCtx, mut params: Value) -> Result<Value, RpcError> {
+        let reference = params.get("ref").cloned().unwrap_or(Value::Null);
+        let fed = self.federation();
+        let upstream = match reference.get("type").and_then(Value::as_str) {
+            Some("ref/prompt") => {
+                let name = reference
+                    .get("name")
+                    .and_then(Value::as_str)
+                    .unwrap_or_default();
+                let route = fed
+                    .route_prompt(name)
+                    .cloned()
+                    .ok_or_else(|| RpcError::invalid_params(format!("Unknown prompt: {name}")))?;
+                if let Some(r) = params.get_mut("ref").and_then(Value::as_object_mut) {
+                    r.insert("name".into(), route.name.clone().into());
+                }
+                self.upstream_named(&route.upstream)?
+            }
+            Some("ref/resource") => {
+                let uri = reference
+                    .get("uri")
+                    .and_then(Value::as_str)
+                    .unwrap_or_default();
+                match fed.template_owner(uri) {
+                    Some(owner) => self.upstream_named(owner)?,
+                    None => self.resource_owner(uri)?,
+                }
+            }
+            _ => {
+                return Err(RpcError::invalid_params(
+                    "params.ref must be a ref/prompt or ref/resource",
+                ));
+            }
+        };
+        self.forward(ctx, upstream, "completion/complete", params)
+            .await
+    }
+
+    /// Sets the level on every connected legacy upstream that offers
+    /// logging (2026-07-28 moved the level into each request's `_meta`).
+    async fn set_log_level(&self, params: Value) -> Result<Value, RpcError> {
+        if params.get("level").and_then(Value::as_str).is_none() {
+            return Err(RpcError::invalid_params(
+                "params.level must be a logging level",
+            ));
+        }
+        for up in &self.upstreams {
+            let Ok(conn) = up.connection() else { continue };
+            if conn.description().era == Era::Legacy && conn.offers("logging") {
+                let _ = conn
+                    .request(
+                        "logging/setLevel",
+                        params.clone(),
+                        &json!({}),
+                        None,
+                        self.config.server.request_timeout,
+                    )
+                    .await;
+            }
+        }
+        Ok(json!({}))
+    }
+
+    /// `subscriptions/listen` (2026-07-28): acknowledge the filter, then
+    /// send the `list_changed` notifications it asked for until the client
+    /// closes the stream.
+    async fn listen(&self, ctx: &RequestCtx, params: Value) -> Result<Value, RpcError> {
+        let Some(link) = &ctx.link else {
+            return Err(RpcError::invalid_params(
+                "subscriptions/listen needs a stream",
+            ));
+        };
+        let filter = params
+            .get("notifications")
+            .cloned()
+            .unwrap_or_else(|| json!({}));
+        let wants = |key: &str| filter.get(key).and_then(Value::as_bool) == Some(true);
+        let mut honoured = serde_json::Map::new();
+        for key in [
+            "toolsListChanged",
+            "promptsListChanged",
+            "resourcesListChanged",
+        ] {
+            if wants(key) {
+                honoured.insert(key.into(), true.into());
+            }
+        }
+        let meta = json!({protocol::META_SUBSCRIPTION_ID: ctx.request_id});
+        let mut events = self.subscribe();
+        let ack = jsonrpc::notification(
+            "notifications/subscriptions/acknowledged",
+            json!({"notifications": honoured, "_meta": meta}),
+        );
+        if !link.notify(ack).await {
+            return Ok(json!({"_meta": meta}));
+        }
+        loop {
+            let event = tokio::select! {
+                e = events.recv() => e,
+                () = link.closed() => return Ok(json!({"_meta": meta})),
+                () = self.shutting_down() => return Ok(json!({"_meta": meta})),
+            };
+            let method = match event {
+                Ok(ClientEvent::ListChanged(method)) => method,
+                Ok(_) | Err(broadcast::error::RecvError::Lagged(_)) => continue,
+                Err(broadcast::error::RecvError::Closed) => return Ok(json!({"_meta": meta})),
+            };
+            let key = match method {
+                "notifications/tools/list_changed" => "toolsListChanged",
+                "notifications/prompts/list_changed" => "promptsListChanged",
+                _ => "resourcesListChanged",
+            };
+            if honoured.contains_key(key) {
+                let note = jsonrpc::notification(method, json!({"_meta": meta}));
+                if !link.notify(note).await {
+                    return Ok(json!({"_meta": meta}));
+                }
+            }
+        }
+    }
+
+    fn upstream_named(&self, name: &str) -> Result<&Upstream, RpcError> {
+        self.upstream(name).map(Arc::as_ref).ok_or_else(|| {
+            RpcError::new(
+                jsonrpc::INTERNAL_ERROR,
+                format!("no upstream named {name:?}"),
+            )
+        })
+    }
+
+    /// Forwards one request and relays what the upstream sends about it
+    /// (progress, logging, server-to-client requests) to the client, until
+    /// the answer comes or the request timeout passes.
+    async fn forward(
+        &self,
+        ctx: &RequestCtx,
+        upstream: &Upstream,
+        method: &str,
+        params: Value,
+    ) -> Result<Value, RpcError> {
+        let conn = upstream.connection().map_err(|e| e.to_rpc())?;
+        let (tx, mut related) = mpsc::channel(64);
+        let call = conn.request(
+            method,
+            params,
+            &ctx.client_capabilities,
+            Some(tx),
+            self.config.server.request_timeout,
+        );
+        tokio::pin!(call);
+        loop {
+            tokio::select! {
+                outcome = &mut call => return outcome.map_err(|e| e.to_rpc()),
+                Some(item) = related.recv() => self.relay(ctx, item).await,
+            }
+        }
+    }
+
+    async fn relay(&self, ctx: &RequestCtx, item: Related) {
+        match item {
+            Related::Notification(message) => {
+                if let Some(link) = &ctx.link {
+                    let _ = link.notify(message).await;
+                }
+            }
+            Related::Request {
+                method,
+                params,
+                reply,
+            } => {
+                let declared = match method.as_str() {
+                    "sampling/createMessage" => "sampling",
+                    "elicitation/create" => "elicitation",
+                    "roots/list" => "roots",
+                    _ => "",
+                };
+                let can = ctx.era == Era::Legacy
+                    && ctx
+                        .client_capabilities
+                        .get(declared)
+                        .is_some_and(|c| !c.is_null())
+                    && ctx.link.as_ref().is_some_and(|l| l.takes_requests());
+                let link = ctx.link.clone().filter(|_| can);
+                let Some(link) = link else {
+                    // A modern client takes such requests only as MRTR
+                    // rounds, which sluice does not bridge yet.
+                    let _ = reply.send(Err(RpcError::new(
+                        jsonrpc::METHOD_NOT_FOUND,
+                        format!("the client cannot answer {method} through sluice"),
+                    )));
+                    return;
+                };
+                // The client's answer may take long: wait for it on its own
+                // task so the upstream's answer keeps flowing meanwhile.
+                let timeout = self.config.server.request_timeout;
+                tokio::spawn(async move {
+                    let _ = reply.send(link.request(&method, params, timeout).await);
+                });
+            }
+        }
+    }
+}

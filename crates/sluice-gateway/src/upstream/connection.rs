@@ -1,0 +1,523 @@
+//! One live connection to an upstream: requests out, answers and
+//! notifications in, whatever the transport.
+//!
+//! A [`Connection`] is shared by every client whose requests go to that
+//! upstream. It assigns its own ids, so clients' ids never collide, and
+//! routes what the upstream sends back:
+//!
+//! - a response goes to the request that waits for it;
+//! - `notifications/progress` goes to the request that owns the token
+//!   (sluice rewrites tokens on the way out and restores them on the way
+//!   back);
+//! - other notifications and server-to-client requests (sampling,
+//!   elicitation) go to the request they relate to: over HTTP the one whose
+//!   response stream carried them; over stdio, where nothing on the wire
+//!   says, the most recent request still in flight;
+//! - `list_changed` and `resources/updated` become [`UpstreamEvent`]s for the
+//!   supervisor.
+//!
+//! A request that is dropped before its answer (timeout, client gone,
+//! client cancellation) sends `notifications/cancelled` upstream.
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::time::Duration;
+
+use serde_json::{Value, json};
+use sluice_core::jsonrpc::{self, Message, RpcError};
+use sluice_core::protocol::{self, Era};
+use tokio::sync::{mpsc, oneshot};
+use tokio_util::sync::CancellationToken;
+
+use super::http::HttpWire;
+use super::stdio::StdioWire;
+use crate::pending::{Answer, Pending};
+use crate::rescue::UpstreamError;
+
+/// After this many timeouts in a row with no answer in between, the upstream
+/// is taken as hung and its connection is closed (the supervisor restarts it).
+const HUNG_AFTER_TIMEOUTS: u32 = 3;
+
+/// How long a relayed server-to-client request may wait for the client.
+const RELAY_TIMEOUT: Duration = Duration::from_secs(300);
+
+/// Something the upstream sent that belongs to one in-flight request.
+#[derive(Debug)]
+pub(crate) enum Related {
+    /// A notification (progress with the client's own token restored,
+    /// logging, ...). The value is the whole JSON-RPC message.
+    Notification(Value),
+    /// A server-to-client request (sampling, elicitation, roots). The
+    /// client's answer goes back through `reply`.
+    Request {
+        method: String,
+        params: Value,
+        reply: oneshot::Sender<Result<Value, RpcError>>,
+    },
+}
+
+/// Where a request's related traffic goes.
+pub(crate) type RelatedSink = mpsc::Sender<Related>;
+
+/// Upstream traffic that concerns the upstream as a whole.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) enum UpstreamEvent {
+    /// A `notifications/*/list_changed`: the method name.
+    ListChanged(String),
+    /// `notifications/resources/updated`: its params.
+    ResourceUpdated(Value),
+    /// A log message that no request in flight can take.
+    Log(Value),
+}
+
+/// What the handshake learned.
+#[derive(Debug, Clone)]
+pub(crate) struct ServerDescription {
+    pub(crate) era: Era,
+    pub(crate) protocol_version: String,
+    pub(crate) capabilities: Value,
+}
+
+/// One connection to one upstream.
+pub(crate) struct Connection {
+    shared: Arc<Shared>,
+    description: ServerDescription,
+}
+
+/// The transport underneath.
+pub(crate) enum Wire {
+    Stdio(StdioWire),
+    Http(Arc<HttpWire>),
+}
+
+/// State shared by the connection's handle, its reader and its guards.
+pub(crate) struct Shared {
+    pub(crate) name: Arc<str>,
+    pub(crate) pending: Pending,
+    routes: Mutex<Routes>,
+    events: mpsc::Sender<UpstreamEvent>,
+    pub(crate) closed: CancellationToken,
+    pub(crate) wire: Wire,
+    timeouts_in_a_row: AtomicU32,
+    client_info: Value,
+}
+
+#[derive(Default)]
+struct Routes {
+    /// sluice's progress token -> (the client's token, its sink).
+    progress: HashMap<String, (Value, RelatedSink)>,
+    /// Requests in flight that can take related traffic, oldest first.
+    inflight: Vec<(u64, RelatedSink)>,
+}
+
+/// Cleans up after one request, and cancels it upstream if it is dropped
+/// unanswered.
+struct RequestGuard<'a> {
+    shared: &'a Arc<Shared>,
+    id: u64,
+    era: Era,
+    token: Option<String>,
+    answered: bool,
+}
+
+// === impl Connection ===
+
+impl Connection {
+    pub(crate) fn new(shared: Arc<Shared>, description: ServerDescription) -> Self {
+        Connection {
+            shared,
+            description,
+        }
+    }
+
+    pub(crate) fn wire(&self) -> &Wire {
+        &self.shared.wire
+    }
+
+    pub(crate) fn description(&self) -> &ServerDescription {
+        &self.description
+    }
+
+    /// Whether the upstream offers a capability (`tools`, `resources`, ...).
+    pub(crate) fn offers(&self, capability: &str) -> bool {
+        self.description
+            .capabilities
+            .get(capability)
+            .is_some_and(|c| !c.is_null())
+    }
+
+    /// Resolves when the connection is gone.
+    pub(crate) async fn closed(&self) {
+        self.shared.closed.cancelled().await;
+    }
+
+    pub(crate) fn is_closed(&self) -> bool {
+        self.shared.closed.is_cancelled()
+    }
+
+    /// Sends one request and waits for its answer, at most `timeout`.
+    ///
+    /// `client_capabilities` are declared to a modern upstream on this
+    /// request. `related`, when given, receives the request's progress,
+    /// logging and server-to-client requests.
+    pub(crate) async fn request(
+        &self,
+        method: &str,
+        params: Value,
+        client_capabilities: &Value,
+        related: Option<RelatedSink>,
+        timeout: Duration,
+    ) -> Result<Value, UpstreamError> {
+        self.shared
+            .request(
+                self.description.era,
+                method,
+                params,
+                client_capabilities,
+                related,
+                timeout,
+            )
+            .await
+    }
+
+    /// Ends the connection: closes the transport and, for a child, sends
+    /// SIGTERM then SIGKILL after `grace`.
+    pub(crate) async fn shutdown(&self, grace: Duration) {
+        self.shared.close();
+        if let Wire::Stdio(stdio) = &self.shared.wire {
+            stdio.terminate(&self.shared.name, grace).await;
+        }
+        if let Wire::Http(http) = &self.shared.wire {
+            http.end_session().await;
+        }
+    }
+}
+
+// === impl Shared ===
+
+impl Shared {
+    pub(crate) fn new(
+        name: Arc<str>,
+        wire: Wire,
+        events: mpsc::Sender<UpstreamEvent>,
+        client_info: Value,
+    ) -> Arc<Self> {
+        Arc::new(Shared {
+            name,
+            pending: Pending::default(),
+            routes: Mutex::new(Routes::default()),
+            events,
+            closed: CancellationToken::new(),
+            wire,
+            timeouts_in_a_row: AtomicU32::new(0),
+            client_info,
+        })
+    }
+
+    /// Marks the connection gone and wakes every waiter.
+    pub(crate) fn close(&self) {
+        self.closed.cancel();
+        self.pending.fail_all();
+    }
+
+    fn lock_routes(&self) -> MutexGuard<'_, Routes> {
+        self.routes.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    pub(crate) async fn request(
+        self: &Arc<Self>,
+        era: Era,
+        method: &str,
+        mut params: Value,
+        client_capabilities: &Value,
+        related: Option<RelatedSink>,
+        timeout: Duration,
+    ) -> Result<Value, UpstreamError> {
+        if self.closed.is_cancelled() {
+            return Err(UpstreamError::Lost {
+                upstream: self.name.to_string(),
+            });
+        }
+        protocol::shape_upstream_params(era, &mut params, client_capabilities, &self.client_info);
+        let (id, rx) = self.pending.register();
+        let mut guard = RequestGuard {
+            shared: self,
+            id,
+            era,
+            token: None,
+            answered: false,
+        };
+        guard.token = self.route_progress(id, &mut params, related.as_ref());
+        if let Some(sink) = &related {
+            self.lock_routes().inflight.push((id, sink.clone()));
+        }
+        let name_header = name_of(method, &params);
+        let message = jsonrpc::request(json!(id), method, params);
+        let exchange = async {
+            match &self.wire {
+                Wire::Stdio(stdio) => {
+                    if !stdio.send(&message).await {
+                        return Ok(Err(None));
+                    }
+                    Ok(rx.await.unwrap_or(Err(None)))
+                }
+                Wire::Http(http) => {
+                    drop(rx);
+                    http.exchange(
+                        self,
+                        era,
+                        id,
+                        method,
+                        name_header.as_deref(),
+                        &message,
+                        related.as_ref(),
+                    )
+                    .await
+                }
+            }
+        };
+        let outcome = match tokio::time::timeout(timeout, exchange).await {
+            Ok(outcome) => outcome,
+            Err(_) => {
+                self.note_timeout();
+                return Err(UpstreamError::Timeout {
+                    upstream: self.name.to_string(),
+                    after: timeout,
+                });
+            }
+        };
+        guard.answered = true;
+        self.timeouts_in_a_row.store(0, Ordering::Relaxed);
+        match outcome {
+            Ok(Ok(result)) => Ok(result),
+            Ok(Err(Some(error))) => Err(UpstreamError::Rpc(error)),
+            Ok(Err(None)) => Err(UpstreamError::Lost {
+                upstream: self.name.to_string(),
+            }),
+            Err(e) => Err(e),
+        }
+    }
+
+    /// Rewrites the request's progress token to one of sluice's own and
+    /// remembers the client's, or removes it when there is no one to relay
+    /// progress to.
+    fn route_progress(
+        &self,
+        id: u64,
+        params: &mut Value,
+        related: Option<&RelatedSink>,
+    ) -> Option<String> {
+        let meta = params.get_mut("_meta").and_then(Value::as_object_mut)?;
+        let original = meta.remove("progressToken")?;
+        let sink = related?;
+        let ours = format!("sluice-{id}");
+        meta.insert("progressToken".into(), ours.clone().into());
+        self.lock_routes()
+            .progress
+            .insert(ours.clone(), (original, sink.clone()));
+        Some(ours)
+    }
+
+    fn note_timeout(&self) {
+        let n = self.timeouts_in_a_row.fetch_add(1, Ordering::Relaxed) + 1;
+        if n >= HUNG_AFTER_TIMEOUTS {
+            tracing::warn!(
+                upstream = %self.name,
+                "{n} requests in a row timed out with no answer in between; restarting the upstream"
+            );
+            self.close();
+        }
+    }
+
+    pub(crate) async fn notify(&self, era: Era, message: &Value) {
+        match &self.wire {
+            Wire::Stdio(stdio) => {
+                let _ = stdio.send(message).await;
+            }
+            Wire::Http(http) => http.notify(self, era, message).await,
+        }
+    }
+
+    /// Routes one message the upstream sent. `related` is the request whose
+    /// HTTP response stream carried it, if any.
+    pub(crate) fn dispatch(
+        self: &Arc<Self>,
+        era: Era,
+        message: Message,
+        related: Option<&RelatedSink>,
+    ) {
+        match message {
+            Message::Response { id, outcome } => {
+                self.timeouts_in_a_row.store(0, Ordering::Relaxed);
+                let answer: Answer = outcome.map_err(Some);
+                if !self.pending.resolve(&id, answer) {
+                    tracing::debug!(upstream = %self.name, "answer to a request no one waits for; dropped");
+                }
+            }
+            Message::Notification { method, params } => {
+                self.dispatch_notification(method, params, related)
+            }
+            Message::Request { id, method, params } => {
+                self.relay_request(era, id, method, params, related)
+            }
+        }
+    }
+
+    fn dispatch_notification(
+        &self,
+        method: String,
+        mut params: Value,
+        related: Option<&RelatedSink>,
+    ) {
+        match method.as_str() {
+            "notifications/progress" => {
+                let token = params.get("progressToken").and_then(Value::as_str);
+                let routes = self.lock_routes();
+                let Some((original, sink)) = token.and_then(|t| routes.progress.get(t)) else {
+                    return;
+                };
+                if let Some(obj) = params.as_object_mut() {
+                    obj.insert("progressToken".into(), original.clone());
+                }
+                // Progress is advisory: a client too slow to take it loses
+                // some, it never stalls the upstream's reader.
+                let _ = sink.try_send(Related::Notification(jsonrpc::notification(
+                    &method, params,
+                )));
+            }
+            "notifications/tools/list_changed"
+            | "notifications/prompts/list_changed"
+            | "notifications/resources/list_changed" => {
+                let _ = self.events.try_send(UpstreamEvent::ListChanged(method));
+            }
+            "notifications/resources/updated" => {
+                let _ = self.events.try_send(UpstreamEvent::ResourceUpdated(params));
+            }
+            // The upstream acknowledging a cancellation sluice relayed, or
+            // cancelling its own server-to-client request: nothing to route.
+            "notifications/cancelled" => {}
+            _ => {
+                let message = jsonrpc::notification(&method, params.clone());
+                let sink = related.cloned().or_else(|| self.latest_inflight());
+                match sink {
+                    Some(sink) => {
+                        let _ = sink.try_send(Related::Notification(message));
+                    }
+                    None if method == "notifications/message" => {
+                        let _ = self.events.try_send(UpstreamEvent::Log(params));
+                    }
+                    None => {}
+                }
+            }
+        }
+    }
+
+    fn latest_inflight(&self) -> Option<RelatedSink> {
+        self.lock_routes()
+            .inflight
+            .iter()
+            .rev()
+            .find(|(_, sink)| !sink.is_closed())
+            .map(|(_, sink)| sink.clone())
+    }
+
+    /// A server-to-client request: `ping` is answered here, anything else
+    /// goes to the client behind the related request, and its answer back
+    /// upstream.
+    fn relay_request(
+        self: &Arc<Self>,
+        era: Era,
+        id: Value,
+        method: String,
+        params: Value,
+        related: Option<&RelatedSink>,
+    ) {
+        let shared = Arc::clone(self);
+        let sink = related.cloned().or_else(|| self.latest_inflight());
+        tokio::spawn(async move {
+            let outcome = if method == "ping" {
+                Ok(json!({}))
+            } else {
+                match sink {
+                    None => Err(RpcError::method_not_found(&method)),
+                    Some(sink) => {
+                        let (reply, answer) = oneshot::channel();
+                        let sent = sink
+                            .send(Related::Request {
+                                method: method.clone(),
+                                params,
+                                reply,
+                            })
+                            .await;
+                        match (sent, tokio::time::timeout(RELAY_TIMEOUT, answer).await) {
+                            (Ok(()), Ok(Ok(outcome))) => outcome,
+                            _ => Err(RpcError::new(
+                                jsonrpc::INTERNAL_ERROR,
+                                format!("no client answered {method}"),
+                            )),
+                        }
+                    }
+                }
+            };
+            shared.reply(era, id, outcome).await;
+        });
+    }
+
+    async fn reply(&self, era: Era, id: Value, outcome: Result<Value, RpcError>) {
+        let message = jsonrpc::response(id, outcome);
+        match &self.wire {
+            Wire::Stdio(stdio) => {
+                let _ = stdio.send(&message).await;
+            }
+            Wire::Http(http) => http.post_reply(era, &message).await,
+        }
+    }
+}
+
+/// The value of the `Mcp-Name` header for the methods that carry one.
+fn name_of(method: &str, params: &Value) -> Option<String> {
+    let field = match method {
+        "tools/call" | "prompts/get" => "name",
+        "resources/read" => "uri",
+        _ => return None,
+    };
+    params.get(field).and_then(Value::as_str).map(String::from)
+}
+
+// === impl RequestGuard ===
+
+impl Drop for RequestGuard<'_> {
+    fn drop(&mut self) {
+        self.shared.pending.forget(self.id);
+        {
+            let mut routes = self.shared.lock_routes();
+            routes.inflight.retain(|(id, _)| *id != self.id);
+            if let Some(token) = &self.token {
+                routes.progress.remove(token);
+            }
+        }
+        if self.answered || self.shared.closed.is_cancelled() {
+            return;
+        }
+        // Dropped unanswered: the client cancelled, went away, or the
+        // timeout passed. Tell the upstream to stop (MCP-NOTES §7.2).
+        let shared = Arc::clone(self.shared);
+        let era = self.era;
+        let cancel = jsonrpc::notification(
+            "notifications/cancelled",
+            json!({"requestId": self.id, "reason": "cancelled by the client or timed out"}),
+        );
+        tokio::spawn(async move {
+            match &shared.wire {
+                Wire::Stdio(stdio) => {
+                    let _ = stdio.send(&cancel).await;
+                }
+                // A modern HTTP upstream takes the closed response stream
+                // as the cancellation; a legacy one needs the notification.
+                Wire::Http(http) if era == Era::Legacy => http.notify(&shared, era, &cancel).await,
+                Wire::Http(_) => {}
+            }
+        });
+    }
+}

@@ -1,0 +1,386 @@
+//! A Streamable HTTP upstream, in either era.
+//!
+//! Every request is its own POST. The answer comes as one JSON object or as
+//! an SSE stream that may carry the request's progress, logging and (legacy)
+//! server-to-client requests before the response. A modern upstream gets the
+//! SEP-2243 headers (`MCP-Protocol-Version`, `Mcp-Method`, `Mcp-Name`); a
+//! legacy one gets its session id and negotiated version, and a GET stream
+//! is kept open for its notifications. No answer is buffered past the
+//! transport ceiling.
+
+use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::Duration;
+
+use base64::Engine;
+use futures::StreamExt;
+use http::{HeaderMap, HeaderName, HeaderValue, StatusCode, header};
+use serde_json::Value;
+use sluice_core::jsonrpc::Message;
+use sluice_core::protocol::{self, Era};
+use sse_stream::SseByteStream;
+
+use super::connection::{RelatedSink, Shared};
+use crate::pending::Answer;
+use crate::rescue::UpstreamError;
+
+/// How many times in a row the legacy GET stream may fail before sluice
+/// stops reopening it (the POST path keeps working without it).
+const GET_STREAM_RETRIES: u32 = 5;
+
+pub(crate) struct HttpWire {
+    client: reqwest::Client,
+    url: String,
+    configured: HeaderMap,
+    max_message: usize,
+    session: Mutex<Option<HeaderValue>>,
+    version: Mutex<Option<HeaderValue>>,
+}
+
+impl HttpWire {
+    /// Builds the wire. Header names or values that HTTP cannot carry are a
+    /// configuration error, reported with the header's name only.
+    pub(crate) fn new(
+        url: &str,
+        headers: &BTreeMap<String, String>,
+        max_message: usize,
+    ) -> Result<Self, String> {
+        let mut configured = HeaderMap::new();
+        for (name, value) in headers {
+            let name = HeaderName::try_from(name.as_str())
+                .map_err(|_| format!("header name {name:?} is not a valid HTTP header name"))?;
+            let mut value = HeaderValue::try_from(value.as_str()).map_err(|_| {
+                format!("the value of header {name} is not a valid HTTP header value")
+            })?;
+            value.set_sensitive(true);
+            configured.insert(name, value);
+        }
+        let client = reqwest::Client::builder()
+            .connect_timeout(Duration::from_secs(10))
+            .build()
+            .map_err(|e| format!("HTTP client: {e}"))?;
+        Ok(HttpWire {
+            client,
+            url: url.to_owned(),
+            configured,
+            max_message,
+            session: Mutex::new(None),
+            version: Mutex::new(None),
+        })
+    }
+
+    /// Records the version a legacy handshake negotiated.
+    pub(crate) fn set_legacy_version(&self, version: &str) {
+        *self.version.lock().unwrap_or_else(PoisonError::into_inner) =
+            HeaderValue::try_from(version).ok();
+    }
+
+    fn headers(&self, era: Era, method: Option<&str>, name: Option<&str>) -> HeaderMap {
+        let mut h = self.configured.clone();
+        // Computed headers always win over configured ones.
+        h.insert(
+            header::ACCEPT,
+            HeaderValue::from_static("application/json, text/event-stream"),
+        );
+        h.insert(
+            header::CONTENT_TYPE,
+            HeaderValue::from_static("application/json"),
+        );
+        match era {
+            Era::Modern => {
+                h.insert(
+                    "mcp-protocol-version",
+                    HeaderValue::from_static(protocol::MODERN_VERSION),
+                );
+                if let Some(method) = method.and_then(|m| HeaderValue::try_from(m).ok()) {
+                    h.insert("mcp-method", method);
+                }
+                if let Some(name) =
+                    name.and_then(|n| HeaderValue::try_from(encode_header_value(n)).ok())
+                {
+                    h.insert("mcp-name", name);
+                }
+            }
+            Era::Legacy => {
+                if let Some(v) = self
+                    .version
+                    .lock()
+                    .unwrap_or_else(PoisonError::into_inner)
+                    .clone()
+                {
+                    h.insert("mcp-protocol-version", v);
+                }
+                if let Some(s) = self
+                    .session
+                    .lock()
+                    .unwrap_or_else(PoisonError::into_inner)
+                    .clone()
+                {
+                    h.insert("mcp-session-id", s);
+                }
+            }
+        }
+        h
+    }
+
+    async fn post(
+        &self,
+        era: Era,
+        method: Option<&str>,
+        name: Option<&str>,
+        message: &Value,
+    ) -> reqwest::Result<reqwest::Response> {
+        let body = serde_json::to_vec(message).unwrap_or_default();
+        let resp = self
+            .client
+            .post(&self.url)
+            .headers(self.headers(era, method, name))
+            .body(body)
+            .send()
+            .await?;
+        if let Some(id) = resp.headers().get("mcp-session-id") {
+            let mut session = self.session.lock().unwrap_or_else(PoisonError::into_inner);
+            if session.is_none() {
+                *session = Some(id.clone());
+            }
+        }
+        Ok(resp)
+    }
+
+    /// POSTs one request and reads its answer, routing what comes before it.
+    #[allow(clippy::too_many_arguments)]
+    pub(crate) async fn exchange(
+        &self,
+        shared: &Arc<Shared>,
+        era: Era,
+        id: u64,
+        method: &str,
+        name: Option<&str>,
+        message: &Value,
+        related: Option<&RelatedSink>,
+    ) -> Result<Answer, UpstreamError> {
+        let upstream = || shared.name.to_string();
+        let resp = self
+            .post(era, Some(method), name, message)
+            .await
+            .map_err(|_| UpstreamError::Lost {
+                upstream: upstream(),
+            })?;
+        let status = resp.status();
+        if status == StatusCode::NOT_FOUND && era == Era::Legacy && self.has_session() {
+            tracing::warn!(upstream = %shared.name, "upstream ended our session; reconnecting");
+            shared.close();
+            return Err(UpstreamError::Lost {
+                upstream: upstream(),
+            });
+        }
+        if is_event_stream(resp.headers()) {
+            return self.read_stream(shared, era, id, resp, related).await;
+        }
+        let body = read_capped(resp, self.max_message)
+            .await
+            .map_err(|detail| UpstreamError::Protocol {
+                upstream: upstream(),
+                detail,
+            })?;
+        match Message::parse(&body) {
+            Some(Ok(Message::Response { outcome, .. })) => Ok(outcome.map_err(Some)),
+            _ if !status.is_success() => Err(UpstreamError::Protocol {
+                upstream: upstream(),
+                detail: "HTTP error status without a JSON-RPC answer",
+            }),
+            _ => Err(UpstreamError::Protocol {
+                upstream: upstream(),
+                detail: "the answer is not a JSON-RPC response",
+            }),
+        }
+    }
+
+    async fn read_stream(
+        &self,
+        shared: &Arc<Shared>,
+        era: Era,
+        id: u64,
+        resp: reqwest::Response,
+        related: Option<&RelatedSink>,
+    ) -> Result<Answer, UpstreamError> {
+        let mut events = capped_events(resp, self.max_message);
+        while let Some(event) = events.next().await {
+            let Ok(event) = event else {
+                return Err(UpstreamError::Protocol {
+                    upstream: shared.name.to_string(),
+                    detail: "the event stream broke or exceeded the transport ceiling",
+                });
+            };
+            // Priming events carry an id and empty data: nothing to route.
+            let Some(data) = event.data.filter(|d| !d.trim().is_empty()) else {
+                continue;
+            };
+            match Message::parse(data.as_bytes()) {
+                Some(Ok(Message::Response { id: rid, outcome })) if rid.as_u64() == Some(id) => {
+                    return Ok(outcome.map_err(Some));
+                }
+                Some(Ok(message)) => shared.dispatch(era, message, related),
+                _ => {
+                    tracing::warn!(upstream = %shared.name, "upstream sent an event that is not JSON-RPC; ignored")
+                }
+            }
+        }
+        Ok(Err(None))
+    }
+
+    fn has_session(&self) -> bool {
+        self.session
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .is_some()
+    }
+
+    /// POSTs a notification; the answer (202) carries nothing.
+    pub(crate) async fn notify(&self, shared: &Shared, era: Era, message: &Value) {
+        let method = message.get("method").and_then(Value::as_str);
+        if let Err(e) = self.post(era, method, None, message).await {
+            tracing::debug!(upstream = %shared.name, "notification not delivered: {e}");
+        }
+    }
+
+    /// POSTs the client's answer to a server-to-client request.
+    pub(crate) async fn post_reply(&self, era: Era, message: &Value) {
+        let _ = self.post(era, None, None, message).await;
+    }
+
+    /// Ends a legacy session with DELETE (best effort).
+    pub(crate) async fn end_session(&self) {
+        let session = self
+            .session
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone();
+        if let Some(session) = session {
+            let _ = self
+                .client
+                .delete(&self.url)
+                .headers(self.configured.clone())
+                .header("mcp-session-id", session)
+                .timeout(Duration::from_secs(2))
+                .send()
+                .await;
+        }
+    }
+
+    /// Keeps the legacy GET stream open for the upstream's notifications
+    /// that belong to no request (`list_changed`, `resources/updated`).
+    pub(crate) fn listen(self: &Arc<Self>, shared: Arc<Shared>) {
+        let wire = Arc::clone(self);
+        tokio::spawn(async move {
+            let mut failures = 0;
+            while !shared.closed.is_cancelled() && failures < GET_STREAM_RETRIES {
+                let mut headers = wire.headers(Era::Legacy, None, None);
+                headers.remove(header::CONTENT_TYPE);
+                headers.insert(
+                    header::ACCEPT,
+                    HeaderValue::from_static("text/event-stream"),
+                );
+                let resp = tokio::select! {
+                    resp = wire.client.get(&wire.url).headers(headers).send() => resp,
+                    () = shared.closed.cancelled() => return,
+                };
+                match resp {
+                    Ok(resp) if resp.status().is_success() && is_event_stream(resp.headers()) => {
+                        failures = 0;
+                        let mut events = capped_events(resp, wire.max_message);
+                        loop {
+                            let event = tokio::select! {
+                                event = events.next() => event,
+                                () = shared.closed.cancelled() => return,
+                            };
+                            let Some(Ok(event)) = event else { break };
+                            if let Some(Some(Ok(message))) =
+                                event.data.map(|d| Message::parse(d.as_bytes()))
+                            {
+                                shared.dispatch(Era::Legacy, message, None);
+                            }
+                        }
+                    }
+                    // 405: the upstream offers no GET stream. Fine.
+                    Ok(resp) if resp.status() == StatusCode::METHOD_NOT_ALLOWED => return,
+                    _ => failures += 1,
+                }
+                tokio::time::sleep(Duration::from_secs(1)).await;
+            }
+        });
+    }
+}
+
+fn is_event_stream(headers: &HeaderMap) -> bool {
+    headers
+        .get(header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|v| v.starts_with("text/event-stream"))
+}
+
+async fn read_capped(mut resp: reqwest::Response, max: usize) -> Result<Vec<u8>, &'static str> {
+    let mut body = Vec::new();
+    while let Some(chunk) = resp.chunk().await.map_err(|_| "the answer's body broke")? {
+        if body.len() + chunk.len() > max {
+            return Err("the answer exceeds the transport ceiling");
+        }
+        body.extend_from_slice(&chunk);
+    }
+    Ok(body)
+}
+
+/// SSE events from a response, failing when more than `max` bytes arrive
+/// without completing an event (so one huge event cannot exhaust memory,
+/// while a long stream of small events is fine).
+fn capped_events(
+    resp: reqwest::Response,
+    max: usize,
+) -> impl futures::Stream<Item = Result<sse_stream::Sse, sse_stream::Error>> {
+    let since_event = Arc::new(AtomicUsize::new(0));
+    let counter = Arc::clone(&since_event);
+    let bytes = resp.bytes_stream().map(move |chunk| {
+        let chunk = chunk.map_err(std::io::Error::other)?;
+        if counter.fetch_add(chunk.len(), Ordering::Relaxed) + chunk.len() > max {
+            return Err(std::io::Error::other("event exceeds the transport ceiling"));
+        }
+        Ok(chunk)
+    });
+    SseByteStream::new(Box::pin(bytes)).inspect(move |_| since_event.store(0, Ordering::Relaxed))
+}
+
+/// SEP-2243 header encoding: plain when the value is safe visible ASCII,
+/// else `=?base64?...?=`.
+pub(crate) fn encode_header_value(value: &str) -> String {
+    let plain = !value.is_empty()
+        && value.bytes().all(|b| (0x20..0x7f).contains(&b))
+        && !value.starts_with(' ')
+        && !value.ends_with(' ')
+        && !value.starts_with("=?base64?");
+    if plain {
+        value.to_owned()
+    } else {
+        format!(
+            "=?base64?{}?=",
+            base64::engine::general_purpose::STANDARD.encode(value)
+        )
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn header_values_are_encoded_when_unsafe() {
+        assert_eq!(encode_header_value("get_weather"), "get_weather");
+        assert_eq!(encode_header_value("file:///a b.txt"), "file:///a b.txt");
+        assert_eq!(encode_header_value(" x"), "=?base64?IHg=?=");
+        assert_eq!(encode_header_value("héllo"), "=?base64?aMOpbGxv?=");
+        assert_eq!(
+            encode_header_value("=?base64?x"),
+            "=?base64?PT9iYXNlNjQ/eA==?="
+        );
+    }
+}

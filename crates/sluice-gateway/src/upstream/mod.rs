@@ -1,0 +1,543 @@
+//! Upstreams: connecting, reading catalogs, and keeping each one alive.
+//!
+//! Each configured upstream gets one supervisor task ([`supervise`]) that
+//! connects (spawn or HTTP), probes the era (`server/discover`, then
+//! `initialize`), reads its catalog to the last page, publishes it, and
+//! re-reads it on `list_changed`. When the connection ends (crash, hang,
+//! session lost) every request in flight fails at once with an error naming
+//! the upstream, and the supervisor reconnects with exponential backoff. One
+//! upstream's trouble never reaches another's task.
+
+mod connection;
+mod http;
+mod stdio;
+
+use std::sync::{Arc, Mutex, PoisonError, RwLock};
+use std::time::Duration;
+
+use serde::Serialize;
+use serde_json::{Value, json};
+use sluice_core::catalog::UpstreamCatalog;
+use sluice_core::config::{UpstreamConfig, UpstreamTransport};
+use sluice_core::discovery::{IncompleteReason, ListKind, Step, Walk, WalkLimits};
+use sluice_core::jsonrpc;
+use sluice_core::protocol::{self, Era, ProbeVerdict};
+use tokio::sync::mpsc;
+use tokio::time::Instant;
+use tokio_util::sync::CancellationToken;
+
+pub(crate) use connection::{Connection, Related, UpstreamEvent};
+use connection::{ServerDescription, Shared, Wire};
+
+use crate::gateway::Hub;
+use crate::rescue::UpstreamError;
+
+/// The longest a `server/discover` probe waits before falling back to
+/// `initialize` (some legacy servers never answer an unknown method).
+const PROBE_TIMEOUT: Duration = Duration::from_secs(10);
+/// How long one whole catalog read may take.
+const CATALOG_READ_TIMEOUT: Duration = Duration::from_secs(120);
+/// `list_changed` notifications closer together than this are read once.
+const REFRESH_DEBOUNCE: Duration = Duration::from_millis(100);
+/// First and largest delay between reconnections.
+const BACKOFF_MIN: Duration = Duration::from_millis(250);
+const BACKOFF_MAX: Duration = Duration::from_secs(30);
+/// A connection that lived this long resets the backoff.
+const HEALTHY_AFTER: Duration = Duration::from_secs(60);
+
+/// One configured upstream and what is known of it.
+pub(crate) struct Upstream {
+    pub(crate) config: UpstreamConfig,
+    connection: RwLock<Option<Arc<Connection>>>,
+    status: Mutex<UpstreamStatus>,
+}
+
+/// What `/health` shows of an upstream. Nothing secret, no address.
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct UpstreamStatus {
+    /// `starting`, `ready`, `restarting`, `failed` or `stopped`.
+    pub state: &'static str,
+    /// `modern` or `legacy`, once connected.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub era: Option<&'static str>,
+    /// The negotiated protocol version, once connected.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub protocol_version: Option<String>,
+    /// How many times it was reconnected.
+    pub restarts: u32,
+    /// The last failure, in sluice's words.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub last_error: Option<String>,
+    /// The catalog: `none` (never read completely), `complete`, or `stale`
+    /// (the last complete read is served; a newer read did not finish).
+    pub catalog: &'static str,
+    /// Entry counts of the served catalog.
+    pub tools: usize,
+    /// Resources served.
+    pub resources: usize,
+    /// Resource templates served.
+    pub resource_templates: usize,
+    /// Prompts served.
+    pub prompts: usize,
+}
+
+/// Settings every upstream shares.
+#[derive(Debug, Clone)]
+pub(crate) struct Settings {
+    pub(crate) request_timeout: Duration,
+    pub(crate) startup_timeout: Duration,
+    pub(crate) shutdown_grace: Duration,
+    pub(crate) max_message_bytes: usize,
+    pub(crate) client_info: Value,
+}
+
+// === impl Upstream ===
+
+impl Upstream {
+    pub(crate) fn new(config: UpstreamConfig) -> Self {
+        Upstream {
+            config,
+            connection: RwLock::new(None),
+            status: Mutex::new(UpstreamStatus {
+                state: "starting",
+                era: None,
+                protocol_version: None,
+                restarts: 0,
+                last_error: None,
+                catalog: "none",
+                tools: 0,
+                resources: 0,
+                resource_templates: 0,
+                prompts: 0,
+            }),
+        }
+    }
+
+    pub(crate) fn name(&self) -> &str {
+        &self.config.name
+    }
+
+    /// The live connection, or why there is none.
+    pub(crate) fn connection(&self) -> Result<Arc<Connection>, UpstreamError> {
+        let conn = self
+            .connection
+            .read()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone();
+        match conn {
+            Some(conn) if !conn.is_closed() => Ok(conn),
+            _ => Err(UpstreamError::Unavailable {
+                upstream: self.config.name.clone(),
+                state: self.status().state,
+            }),
+        }
+    }
+
+    pub(crate) fn status(&self) -> UpstreamStatus {
+        self.status
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone()
+    }
+
+    fn update(&self, f: impl FnOnce(&mut UpstreamStatus)) {
+        f(&mut self.status.lock().unwrap_or_else(PoisonError::into_inner));
+    }
+
+    fn set_connection(&self, conn: Option<Arc<Connection>>) {
+        *self
+            .connection
+            .write()
+            .unwrap_or_else(PoisonError::into_inner) = conn;
+    }
+}
+
+/// Keeps one upstream connected until `shutdown`.
+pub(crate) async fn supervise(
+    up: Arc<Upstream>,
+    hub: Arc<Hub>,
+    settings: Settings,
+    shutdown: CancellationToken,
+) {
+    let mut backoff = BACKOFF_MIN;
+    let mut first_attempt = true;
+    let mut settle = || {
+        if std::mem::take(&mut first_attempt) {
+            hub.mark_settled();
+        }
+    };
+    loop {
+        let (events_tx, mut events) = mpsc::channel(256);
+        let started = Instant::now();
+        let connected = tokio::select! {
+            c = tokio::time::timeout(settings.startup_timeout, connect(&up.config, &settings, events_tx)) => c,
+            () = shutdown.cancelled() => break,
+        };
+        let conn = match connected {
+            Ok(Ok(conn)) => Arc::new(conn),
+            Ok(Err(reason)) => {
+                tracing::warn!(upstream = up.name(), "upstream failed to start: {reason}");
+                up.update(|s| {
+                    s.state = "failed";
+                    s.last_error = Some(reason);
+                });
+                settle();
+                if !wait_backoff(&mut backoff, &shutdown).await {
+                    break;
+                }
+                continue;
+            }
+            Err(_) => {
+                let reason = format!(
+                    "did not finish its handshake within {:?}",
+                    settings.startup_timeout
+                );
+                tracing::warn!(upstream = up.name(), "upstream failed to start: {reason}");
+                up.update(|s| {
+                    s.state = "failed";
+                    s.last_error = Some(reason);
+                });
+                settle();
+                if !wait_backoff(&mut backoff, &shutdown).await {
+                    break;
+                }
+                continue;
+            }
+        };
+        let desc = conn.description().clone();
+        tracing::info!(
+            upstream = up.name(),
+            era = era_name(desc.era),
+            version = %desc.protocol_version,
+            "upstream connected"
+        );
+        up.set_connection(Some(Arc::clone(&conn)));
+        up.update(|s| {
+            s.state = "ready";
+            s.era = Some(era_name(desc.era));
+            s.protocol_version = Some(desc.protocol_version.clone());
+        });
+        refresh_catalog(&up, &hub, &conn, &settings).await;
+        settle();
+
+        let mut refresh_at: Option<Instant> = None;
+        loop {
+            let refresh_due = async {
+                match refresh_at {
+                    Some(at) => tokio::time::sleep_until(at).await,
+                    None => std::future::pending().await,
+                }
+            };
+            tokio::select! {
+                () = shutdown.cancelled() => {
+                    conn.shutdown(settings.shutdown_grace).await;
+                    up.set_connection(None);
+                    up.update(|s| s.state = "stopped");
+                    return;
+                }
+                () = conn.closed() => break,
+                Some(event) = events.recv() => match event {
+                    UpstreamEvent::ListChanged(_) => {
+                        refresh_at.get_or_insert_with(|| Instant::now() + REFRESH_DEBOUNCE);
+                    }
+                    other => hub.upstream_event(up.name(), other),
+                },
+                () = refresh_due => {
+                    refresh_at = None;
+                    refresh_catalog(&up, &hub, &conn, &settings).await;
+                }
+            }
+        }
+
+        // The connection ended: requests in flight already failed.
+        up.set_connection(None);
+        let reason = match exit_status(&conn).await {
+            Some(status) => format!("the process exited ({status})"),
+            None => "the connection was lost".to_owned(),
+        };
+        tracing::warn!(
+            upstream = up.name(),
+            "upstream disconnected: {reason}; reconnecting"
+        );
+        up.update(|s| {
+            s.state = "restarting";
+            s.restarts += 1;
+            s.last_error = Some(reason);
+        });
+        conn.shutdown(settings.shutdown_grace).await;
+        if started.elapsed() > HEALTHY_AFTER {
+            backoff = BACKOFF_MIN;
+        }
+        if !wait_backoff(&mut backoff, &shutdown).await {
+            break;
+        }
+    }
+    up.update(|s| s.state = "stopped");
+}
+
+async fn exit_status(conn: &Connection) -> Option<std::process::ExitStatus> {
+    match conn.wire() {
+        Wire::Stdio(stdio) => {
+            // The reader saw EOF; give the process a moment to be reaped.
+            for _ in 0..10 {
+                if let Some(status) = stdio.exit_status().await {
+                    return Some(status);
+                }
+                tokio::time::sleep(Duration::from_millis(20)).await;
+            }
+            None
+        }
+        Wire::Http(_) => None,
+    }
+}
+
+/// Sleeps the backoff (doubling it for next time); `false` on shutdown.
+async fn wait_backoff(backoff: &mut Duration, shutdown: &CancellationToken) -> bool {
+    let delay = *backoff;
+    *backoff = (*backoff * 2).min(BACKOFF_MAX);
+    tokio::select! {
+        () = tokio::time::sleep(delay) => true,
+        () = shutdown.cancelled() => false,
+    }
+}
+
+fn era_name(era: Era) -> &'static str {
+    match era {
+        Era::Modern => "modern",
+        Era::Legacy => "legacy",
+    }
+}
+
+/// Reads the whole catalog and publishes it, or keeps the previous one
+/// (marked stale) when the read did not finish.
+async fn refresh_catalog(up: &Upstream, hub: &Hub, conn: &Connection, settings: &Settings) {
+    match read_catalog(conn, settings.request_timeout).await {
+        Ok(catalog) => {
+            up.update(|s| {
+                s.catalog = "complete";
+                s.tools = catalog.tools.len();
+                s.resources = catalog.resources.len();
+                s.resource_templates = catalog.resource_templates.len();
+                s.prompts = catalog.prompts.len();
+            });
+            hub.publish(up.name(), catalog);
+        }
+        Err((kind, reason)) => {
+            tracing::warn!(
+                upstream = up.name(),
+                list = kind.method(),
+                "catalog read incomplete: {reason}; the previous catalog stays served"
+            );
+            up.update(|s| {
+                if s.catalog == "complete" {
+                    s.catalog = "stale";
+                }
+                s.last_error = Some(format!("{} read incomplete: {reason}", kind.method()));
+            });
+        }
+    }
+}
+
+/// Reads every list the upstream offers, each to its last page.
+async fn read_catalog(
+    conn: &Connection,
+    request_timeout: Duration,
+) -> Result<UpstreamCatalog, (ListKind, IncompleteReason)> {
+    let mut catalog = UpstreamCatalog::default();
+    let deadline = Instant::now() + CATALOG_READ_TIMEOUT;
+    for kind in ListKind::ALL {
+        if !conn.offers(kind.capability()) {
+            continue;
+        }
+        let mut walk = Walk::new(kind, WalkLimits::default());
+        let mut step = walk.start();
+        let mut first_page = true;
+        loop {
+            match step {
+                Step::Fetch(cursor) => {
+                    let remaining = deadline.saturating_duration_since(Instant::now());
+                    if remaining.is_zero() {
+                        step = walk.handle_timeout();
+                        continue;
+                    }
+                    let params = match cursor {
+                        Some(cursor) => json!({"cursor": cursor}),
+                        None => json!({}),
+                    };
+                    let answer = conn
+                        .request(
+                            kind.method(),
+                            params,
+                            &json!({}),
+                            None,
+                            request_timeout.min(remaining),
+                        )
+                        .await;
+                    step = match answer {
+                        Ok(page) => walk.handle_page(page),
+                        // A server that offers resources but not templates
+                        // answers templates/list with "method not found":
+                        // it has none.
+                        Err(UpstreamError::Rpc(e))
+                            if first_page
+                                && kind == ListKind::ResourceTemplates
+                                && e.code == jsonrpc::METHOD_NOT_FOUND =>
+                        {
+                            Step::Complete(Vec::new())
+                        }
+                        Err(UpstreamError::Timeout { .. }) => walk.handle_timeout(),
+                        Err(_) => walk.handle_error(),
+                    };
+                    first_page = false;
+                }
+                Step::Complete(items) => {
+                    *catalog.list_mut(kind) = items;
+                    break;
+                }
+                Step::Incomplete(reason) => return Err((kind, reason)),
+            }
+        }
+    }
+    Ok(catalog)
+}
+
+/// Connects and completes the handshake.
+async fn connect(
+    config: &UpstreamConfig,
+    settings: &Settings,
+    events: mpsc::Sender<UpstreamEvent>,
+) -> Result<Connection, String> {
+    let name: Arc<str> = Arc::from(config.name.as_str());
+    let shared = match &config.transport {
+        UpstreamTransport::Stdio {
+            command,
+            args,
+            env,
+            cwd,
+        } => {
+            let spec = stdio::ChildSpec {
+                command,
+                args,
+                env,
+                cwd: cwd.as_ref(),
+            };
+            let spawned = stdio::spawn(&name, &spec)
+                .map_err(|e| format!("could not start {command:?}: {e}"))?;
+            let (wire, readers) = spawned.into_parts();
+            let shared = Shared::new(
+                name,
+                Wire::Stdio(wire),
+                events,
+                settings.client_info.clone(),
+            );
+            readers.start(Arc::clone(&shared), settings.max_message_bytes);
+            shared
+        }
+        UpstreamTransport::Http { url, headers } => {
+            let wire = http::HttpWire::new(url, headers, settings.max_message_bytes)?;
+            Shared::new(
+                name,
+                Wire::Http(Arc::new(wire)),
+                events,
+                settings.client_info.clone(),
+            )
+        }
+    };
+    let description = handshake(&shared, settings).await?;
+    if let (Era::Legacy, Wire::Http(wire)) = (description.era, &shared.wire) {
+        wire.listen(Arc::clone(&shared));
+    }
+    Ok(Connection::new(shared, description))
+}
+
+/// Probes the era, then (legacy) runs `initialize` (MCP-NOTES §1.3).
+async fn handshake(shared: &Arc<Shared>, settings: &Settings) -> Result<ServerDescription, String> {
+    let probe = shared
+        .request(
+            Era::Modern,
+            "server/discover",
+            json!({}),
+            &json!({}),
+            None,
+            PROBE_TIMEOUT.min(settings.startup_timeout),
+        )
+        .await;
+    let verdict = match &probe {
+        Ok(result) => protocol::judge_probe(&Ok(result.clone())),
+        Err(UpstreamError::Rpc(e)) => protocol::judge_probe(&Err(e.clone())),
+        Err(UpstreamError::Lost { .. }) if shared.closed.is_cancelled() => {
+            return Err("the upstream exited during the handshake".into());
+        }
+        // A timeout, an HTTP error without a JSON-RPC body, ...: legacy.
+        Err(_) => ProbeVerdict::Legacy,
+    };
+    match verdict {
+        ProbeVerdict::Modern => {
+            let result = probe.unwrap_or_default();
+            Ok(ServerDescription {
+                era: Era::Modern,
+                protocol_version: protocol::MODERN_VERSION.to_owned(),
+                capabilities: result
+                    .get("capabilities")
+                    .cloned()
+                    .unwrap_or_else(|| json!({})),
+            })
+        }
+        ProbeVerdict::ModernUnsupported => {
+            Err("the upstream supports no protocol version sluice speaks".into())
+        }
+        ProbeVerdict::Legacy => initialize(shared, settings).await,
+    }
+}
+
+async fn initialize(
+    shared: &Arc<Shared>,
+    settings: &Settings,
+) -> Result<ServerDescription, String> {
+    // sluice declares sampling and elicitation so that upstreams can use
+    // them through it (relayed to clients that support them). Not roots:
+    // an upstream would replace its configured scope with the roots of
+    // whichever client happened to answer.
+    let params = json!({
+        "protocolVersion": protocol::LEGACY_VERSIONS[0],
+        "capabilities": {"sampling": {}, "elicitation": {}},
+        "clientInfo": settings.client_info,
+    });
+    let result = shared
+        .request(
+            Era::Legacy,
+            "initialize",
+            params,
+            &json!({}),
+            None,
+            settings.startup_timeout,
+        )
+        .await
+        .map_err(|e| match e {
+            UpstreamError::Rpc(e) => format!("initialize was refused: {}", e.message),
+            UpstreamError::Lost { .. } => "the upstream exited during the handshake".into(),
+            other => format!("initialize failed: {other}"),
+        })?;
+    let version = result
+        .get("protocolVersion")
+        .and_then(Value::as_str)
+        .ok_or("the initialize result has no protocolVersion")?
+        .to_owned();
+    if let Wire::Http(wire) = &shared.wire {
+        wire.set_legacy_version(&version);
+    }
+    shared
+        .notify(
+            Era::Legacy,
+            &jsonrpc::notification("notifications/initialized", Value::Null),
+        )
+        .await;
+    Ok(ServerDescription {
+        era: Era::Legacy,
+        protocol_version: version,
+        capabilities: result
+            .get("capabilities")
+            .cloned()
+            .unwrap_or_else(|| json!({})),
+    })
+}

@@ -1,0 +1,217 @@
+//! A child process speaking newline-delimited JSON-RPC on stdin/stdout.
+//!
+//! The child starts with a cleared environment plus `PATH`, `HOME` and what
+//! the config grants (DESIGN decision 10), in its own process group so that
+//! its descendants end with it. Every spawn is logged. Its stderr goes to
+//! sluice's log under the upstream's name. A line on stdout that is not
+//! JSON-RPC is logged and skipped; a line longer than the transport ceiling
+//! ends the connection, since nothing after it can be framed safely.
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+use std::process::Stdio;
+use std::sync::Arc;
+use std::time::Duration;
+
+use futures::StreamExt;
+use process_wrap::tokio::{ChildWrapper, CommandWrap, KillOnDrop, ProcessGroup};
+use serde_json::Value;
+use sluice_core::jsonrpc::Message;
+use sluice_core::protocol::Era;
+use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
+use tokio::process::{ChildStderr, ChildStdout};
+use tokio::sync::{Mutex, mpsc};
+use tokio_util::codec::{AnyDelimiterCodec, AnyDelimiterCodecError, FramedRead};
+
+use super::connection::Shared;
+
+/// POSIX signal numbers (the same on every Unix sluice runs on).
+const SIGTERM: i32 = 15;
+const SIGKILL: i32 = 9;
+
+/// The longest stderr line kept in the log.
+const MAX_LOGGED_STDERR_LINE: usize = 4096;
+
+/// The writing half and the process of a stdio upstream.
+pub(crate) struct StdioWire {
+    lines: mpsc::Sender<Vec<u8>>,
+    child: Mutex<Box<dyn ChildWrapper>>,
+}
+
+/// How to start the child.
+pub(crate) struct ChildSpec<'a> {
+    pub(crate) command: &'a str,
+    pub(crate) args: &'a [String],
+    pub(crate) env: &'a BTreeMap<String, String>,
+    pub(crate) cwd: Option<&'a PathBuf>,
+}
+
+/// The parts of a freshly spawned child that the reader tasks take.
+pub(crate) struct Spawned {
+    pub(crate) wire: StdioWire,
+    stdout: ChildStdout,
+    stderr: ChildStderr,
+}
+
+/// Spawns the child. The returned wire is ready to send; call
+/// [`Spawned::start_reading`] once the connection's shared state exists.
+pub(crate) fn spawn(name: &str, spec: &ChildSpec<'_>) -> std::io::Result<Spawned> {
+    let mut command = tokio::process::Command::new(spec.command);
+    command
+        .args(spec.args)
+        .env_clear()
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    for inherited in ["PATH", "HOME"] {
+        if let Some(value) = std::env::var_os(inherited) {
+            command.env(inherited, value);
+        }
+    }
+    command.envs(spec.env);
+    if let Some(cwd) = spec.cwd {
+        command.current_dir(cwd);
+    }
+    let mut wrapped = CommandWrap::from(command);
+    wrapped.wrap(ProcessGroup::leader()).wrap(KillOnDrop);
+    tracing::info!(
+        upstream = name,
+        command = spec.command,
+        args = ?spec.args,
+        env_keys = ?spec.env.keys().collect::<Vec<_>>(),
+        "spawning upstream"
+    );
+    let mut child = wrapped.spawn()?;
+    let missing = || std::io::Error::other("child stdio was not piped");
+    let mut stdin = child.stdin().take().ok_or_else(missing)?;
+    let stdout = child.stdout().take().ok_or_else(missing)?;
+    let stderr = child.stderr().take().ok_or_else(missing)?;
+    let (lines, mut rx) = mpsc::channel::<Vec<u8>>(256);
+    tokio::spawn(async move {
+        while let Some(line) = rx.recv().await {
+            let written = async {
+                stdin.write_all(&line).await?;
+                stdin.flush().await
+            };
+            if written.await.is_err() {
+                break;
+            }
+        }
+        // Dropping stdin closes it: a well-behaved child exits on EOF.
+    });
+    Ok(Spawned {
+        wire: StdioWire {
+            lines,
+            child: Mutex::new(child),
+        },
+        stdout,
+        stderr,
+    })
+}
+
+impl Spawned {
+    /// Splits off the reading halves; the reader tasks run until the child
+    /// closes stdout, then close the connection.
+    pub(crate) fn into_parts(self) -> (StdioWire, StdioReaders) {
+        (
+            self.wire,
+            StdioReaders {
+                stdout: self.stdout,
+                stderr: self.stderr,
+            },
+        )
+    }
+}
+
+/// The child's output streams, before their reader tasks start.
+pub(crate) struct StdioReaders {
+    stdout: ChildStdout,
+    stderr: ChildStderr,
+}
+
+impl StdioReaders {
+    /// Starts the reader tasks. `max_line` is the transport ceiling.
+    pub(crate) fn start(self, shared: Arc<Shared>, max_line: usize) {
+        let name = Arc::clone(&shared.name);
+        tokio::spawn(log_stderr(name, self.stderr));
+        tokio::spawn(async move {
+            let codec =
+                AnyDelimiterCodec::new_with_max_length(b"\n".to_vec(), Vec::new(), max_line);
+            let mut frames = FramedRead::new(self.stdout, codec);
+            while let Some(frame) = frames.next().await {
+                let line = match frame {
+                    Ok(line) => line,
+                    Err(AnyDelimiterCodecError::MaxChunkLengthExceeded) => {
+                        tracing::warn!(
+                            upstream = %shared.name,
+                            "upstream wrote a message longer than the transport ceiling ({max_line} bytes); closing its connection"
+                        );
+                        break;
+                    }
+                    Err(AnyDelimiterCodecError::Io(_)) => break,
+                };
+                if line.iter().all(u8::is_ascii_whitespace) {
+                    continue;
+                }
+                match Message::parse(&line) {
+                    // The era only matters for how replies travel over HTTP.
+                    Some(Ok(message)) => shared.dispatch(Era::Legacy, message, None),
+                    _ => tracing::warn!(
+                        upstream = %shared.name,
+                        bytes = line.len(),
+                        "upstream wrote a line that is not JSON-RPC; ignored"
+                    ),
+                }
+            }
+            shared.close();
+        });
+    }
+}
+
+async fn log_stderr(name: Arc<str>, stderr: ChildStderr) {
+    let mut lines = BufReader::new(stderr).split(b'\n');
+    while let Ok(Some(line)) = lines.next_segment().await {
+        let text = String::from_utf8_lossy(&line);
+        let text = &text[..text.floor_char_boundary(MAX_LOGGED_STDERR_LINE)];
+        tracing::info!(target: "sluice::upstream::stderr", upstream = %name, "{}", text.trim_end());
+    }
+}
+
+// === impl StdioWire ===
+
+impl StdioWire {
+    /// Queues one message as a line; `false` when the child is gone.
+    pub(crate) async fn send(&self, message: &Value) -> bool {
+        // Serializing a `Value` cannot fail: its keys are strings.
+        let Ok(mut line) = serde_json::to_vec(message) else {
+            return false;
+        };
+        line.push(b'\n');
+        self.lines.send(line).await.is_ok()
+    }
+
+    /// SIGTERM to the process group, then SIGKILL after `grace`.
+    pub(crate) async fn terminate(&self, name: &str, grace: Duration) {
+        let mut child = self.child.lock().await;
+        if let Ok(Some(_)) = child.try_wait() {
+            return;
+        }
+        let _ = child.signal(SIGTERM);
+        match tokio::time::timeout(grace, child.wait()).await {
+            Ok(_) => tracing::info!(upstream = name, "upstream exited after SIGTERM"),
+            Err(_) => {
+                tracing::warn!(
+                    upstream = name,
+                    "upstream ignored SIGTERM for {grace:?}; sending SIGKILL"
+                );
+                let _ = child.signal(SIGKILL);
+                let _ = child.wait().await;
+            }
+        }
+    }
+
+    /// The exit status, if the child has exited.
+    pub(crate) async fn exit_status(&self) -> Option<std::process::ExitStatus> {
+        self.child.lock().await.try_wait().ok().flatten()
+    }
+}

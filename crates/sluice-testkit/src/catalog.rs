@@ -1,0 +1,323 @@
+//! The fixture's catalog (tools, resources, resource templates, prompts) and list pagination,
+//! including the deliberately broken cursor modes.
+
+use serde_json::{Value, json};
+
+use crate::CursorMode;
+use crate::protocol::RpcError;
+
+/// The `lossless` tool's definition, kept as raw JSON: besides the standard fields it carries
+/// fields a gateway does not know (`execution`, `x-future`, `annotations.x-hint`, `_meta`) and
+/// must pass through unchanged.
+const LOSSLESS_TOOL: &str = r#"{"name":"lossless","description":"Returns a result full of unknown fields and unusual number spellings that a proxy must pass through byte for byte.","inputSchema":{"type":"object","properties":{}},"execution":{"taskSupport":"optional"},"x-future":{"a":1},"annotations":{"readOnlyHint":true,"x-hint":true},"_meta":{"x.example/tool":"lossless"}}"#;
+
+/// An input schema with the given properties, all listed as required.
+fn schema(props: &[(&str, &str)]) -> Value {
+    let mut properties = serde_json::Map::new();
+    for (name, ty) in props {
+        properties.insert((*name).to_owned(), json!({"type": ty}));
+    }
+    let required: Vec<&str> = props.iter().map(|(n, _)| *n).collect();
+    if required.is_empty() {
+        json!({"type": "object", "properties": properties})
+    } else {
+        json!({"type": "object", "properties": properties, "required": required})
+    }
+}
+
+/// A plain tool definition.
+fn tool(name: &str, description: &str, props: &[(&str, &str)]) -> Value {
+    json!({"name": name, "description": description, "inputSchema": schema(props)})
+}
+
+/// The fixed tools, always present and always in this order.
+fn fixed_tools() -> Vec<Value> {
+    let lossless = serde_json::from_str(LOSSLESS_TOOL).unwrap_or(Value::Null);
+    vec![
+        tool(
+            "echo",
+            "Echoes `text` back as a text block.",
+            &[("text", "string")],
+        ),
+        lossless,
+        tool(
+            "crash",
+            "Exits the server process (code 3) without answering.",
+            &[],
+        ),
+        tool("hang", "Never answers (until cancelled).", &[]),
+        tool(
+            "garbage",
+            "Writes a non-JSON line on the output stream, then answers normally.",
+            &[],
+        ),
+        json!({
+            "name": "progress",
+            "description": "Sends `steps` progress notifications, one every `delay_ms`, if the request has a progressToken; then answers \"done\".",
+            "inputSchema": {"type": "object", "properties": {
+                "steps": {"type": "integer", "minimum": 0},
+                "delay_ms": {"type": "integer", "minimum": 0}
+            }}
+        }),
+        tool(
+            "sample",
+            "Asks the client for an LLM completion of `prompt` (legacy: sampling/createMessage; modern: an MRTR input request) and returns its text.",
+            &[("prompt", "string")],
+        ),
+        tool(
+            "add_tool",
+            "Registers one more tool `added_N` and announces it with notifications/tools/list_changed.",
+            &[],
+        ),
+        tool(
+            "big",
+            "Returns a text block of `bytes` 'x' characters.",
+            &[("bytes", "integer")],
+        ),
+        tool(
+            "slow",
+            "Sleeps `ms` milliseconds, then answers \"slept\".",
+            &[("ms", "integer")],
+        ),
+    ]
+}
+
+/// Name of generated tool `i`.
+pub fn gen_name(i: usize) -> String {
+    format!("gen_{i:04}")
+}
+
+/// Name of the `i`-th tool registered by `add_tool` (0-based).
+pub fn added_name(i: usize) -> String {
+    format!("added_{i}")
+}
+
+/// The whole tool list: fixed tools, then `gen_*`, then `added_*`.
+pub fn all_tools(generated: usize, added: usize) -> Vec<Value> {
+    let mut tools = fixed_tools();
+    tools.extend((0..generated).map(|i| {
+        tool(
+            &gen_name(i),
+            "A generated tool (catalog padding); answers with its own name.",
+            &[],
+        )
+    }));
+    tools.extend((0..added).map(|i| {
+        tool(
+            &added_name(i),
+            "A tool registered at run time by add_tool; answers with its own name.",
+            &[],
+        )
+    }));
+    tools
+}
+
+/// URI of text resource `i`.
+pub fn resource_uri(i: usize) -> String {
+    format!("fixture://res/{i:04}")
+}
+
+/// The text resources.
+pub fn all_resources(n: usize) -> Vec<Value> {
+    (0..n)
+        .map(|i| {
+            json!({"uri": resource_uri(i), "name": format!("res-{i:04}"), "mimeType": "text/plain"})
+        })
+        .collect()
+}
+
+/// The single resource template.
+pub fn all_templates() -> Vec<Value> {
+    vec![json!({
+        "uriTemplate": "fixture://item/{id}",
+        "name": "item",
+        "description": "Any item id; reads as \"item {id}\".",
+        "mimeType": "text/plain"
+    })]
+}
+
+/// The single prompt.
+pub fn all_prompts() -> Vec<Value> {
+    vec![json!({
+        "name": "greet",
+        "description": "Greets someone by name.",
+        "arguments": [{"name": "name", "description": "Who to greet", "required": true}]
+    })]
+}
+
+/// Text of a readable resource URI (`fixture://res/NNNN` within range, or `fixture://item/ID`).
+pub fn read_resource(uri: &str, resources: usize) -> Option<String> {
+    if let Some(rest) = uri.strip_prefix("fixture://res/") {
+        let i: usize = rest.parse().ok()?;
+        return (i < resources && resource_uri(i) == uri).then(|| format!("resource {rest}"));
+    }
+    if let Some(id) = uri.strip_prefix("fixture://item/") {
+        return (!id.is_empty()).then(|| format!("item {id}"));
+    }
+    None
+}
+
+/// Encodes a list offset as an opaque cursor.
+fn encode(offset: usize) -> String {
+    format!("fx1.{offset:x}")
+}
+
+/// Decodes an opaque cursor; `None` if it was not one of ours.
+fn decode(cursor: &str) -> Option<usize> {
+    usize::from_str_radix(cursor.strip_prefix("fx1.")?, 16).ok()
+}
+
+/// One page of a list: its items and the `nextCursor` to report (`None` = last page).
+pub struct Page {
+    pub items: Vec<Value>,
+    pub next: Option<Value>,
+}
+
+/// Cuts `items` into the page selected by `cursor`, behaving as `mode` says.
+///
+/// Without a page size everything is one page. An unknown cursor is `-32602 Invalid cursor`.
+pub fn paginate(
+    items: Vec<Value>,
+    cursor: Option<&Value>,
+    page_size: Option<usize>,
+    mode: CursorMode,
+) -> Result<Page, RpcError> {
+    let Some(size) = page_size else {
+        return Ok(Page { items, next: None });
+    };
+    let len = items.len();
+    let invalid = || RpcError::invalid_params("Invalid cursor");
+    let offset = match (cursor, mode) {
+        (None | Some(Value::Null), _) => 0,
+        // The empty string is a valid cursor in this mode: it is page 1's nextCursor.
+        (Some(Value::String(s)), CursorMode::EmptyString) if s.is_empty() => size.min(len),
+        (Some(Value::Number(n)), CursorMode::NonString) => n
+            .as_u64()
+            .and_then(|n| usize::try_from(n).ok())
+            .ok_or_else(invalid)?,
+        (Some(Value::String(s)), _) => decode(s).ok_or_else(invalid)?,
+        (Some(_), _) => return Err(invalid()),
+    };
+    if offset > len {
+        return Err(invalid());
+    }
+    let end = (offset + size).min(len);
+    let page_index = offset / size;
+    let normal_next = (end < len).then_some(end);
+    let next = match mode {
+        CursorMode::Normal => normal_next.map(|o| Value::String(encode(o))),
+        CursorMode::Repeat => Some(Value::String(encode(size.min(len)))),
+        CursorMode::Cycle if page_index == 2 => Some(Value::String(encode(size.min(len)))),
+        CursorMode::Cycle => normal_next.map(|o| Value::String(encode(o))),
+        CursorMode::EmptyString if offset == 0 && cursor.is_none_or(Value::is_null) => {
+            normal_next.map(|_| Value::String(String::new()))
+        }
+        CursorMode::EmptyString => normal_next.map(|o| Value::String(encode(o))),
+        CursorMode::NonString => normal_next.map(|o| json!(o)),
+    };
+    let items = items.into_iter().skip(offset).take(end - offset).collect();
+    Ok(Page { items, next })
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+    use super::*;
+
+    fn items(n: usize) -> Vec<Value> {
+        (0..n).map(|i| json!(i)).collect()
+    }
+
+    fn drain(n: usize, size: usize, mode: CursorMode, max_pages: usize) -> (usize, Vec<Value>) {
+        let mut cursor: Option<Value> = None;
+        let mut seen = Vec::new();
+        for pages in 1..=max_pages {
+            let page = paginate(items(n), cursor.as_ref(), Some(size), mode).unwrap();
+            seen.extend(page.items);
+            match page.next {
+                None => return (pages, seen),
+                Some(c) => cursor = Some(c),
+            }
+        }
+        (max_pages, seen)
+    }
+
+    #[test]
+    fn tool_order_is_fixed_then_generated_then_added() {
+        let names: Vec<String> = all_tools(2, 1)
+            .iter()
+            .map(|t| t["name"].as_str().unwrap().to_owned())
+            .collect();
+        let expected = [
+            "echo", "lossless", "crash", "hang", "garbage", "progress", "sample", "add_tool",
+            "big", "slow", "gen_0000", "gen_0001", "added_0",
+        ];
+        assert_eq!(names, expected);
+        assert!(
+            all_tools(0, 0)
+                .iter()
+                .all(|t| t["inputSchema"]["type"] == "object")
+        );
+    }
+
+    #[test]
+    fn normal_drains_everything_once() {
+        let (pages, seen) = drain(23, 5, CursorMode::Normal, 100);
+        assert_eq!(pages, 5);
+        assert_eq!(seen, items(23));
+    }
+
+    #[test]
+    fn exact_multiple_has_no_empty_last_page() {
+        let (pages, seen) = drain(10, 5, CursorMode::Normal, 100);
+        assert_eq!(pages, 2);
+        assert_eq!(seen.len(), 10);
+    }
+
+    #[test]
+    fn no_page_size_is_one_page() {
+        let page = paginate(items(7), None, None, CursorMode::Normal).unwrap();
+        assert_eq!(page.items.len(), 7);
+        assert!(page.next.is_none());
+    }
+
+    #[test]
+    fn empty_string_mode_is_complete() {
+        let first = paginate(items(12), None, Some(5), CursorMode::EmptyString).unwrap();
+        assert_eq!(first.next, Some(json!("")));
+        let (pages, seen) = drain(12, 5, CursorMode::EmptyString, 100);
+        assert_eq!(pages, 3);
+        assert_eq!(seen, items(12));
+    }
+
+    #[test]
+    fn repeat_and_cycle_never_end() {
+        assert_eq!(drain(30, 5, CursorMode::Repeat, 50).0, 50);
+        assert_eq!(drain(30, 5, CursorMode::Cycle, 50).0, 50);
+    }
+
+    #[test]
+    fn bad_cursors_are_invalid_params() {
+        for bad in [json!("nope"), json!(""), json!(3), json!("fx1.ff")] {
+            let err = paginate(items(10), Some(&bad), Some(5), CursorMode::Normal)
+                .err()
+                .unwrap();
+            assert_eq!(err.code, -32602, "cursor {bad}");
+        }
+    }
+
+    #[test]
+    fn resources_read_by_uri() {
+        assert_eq!(
+            read_resource("fixture://res/0002", 3).as_deref(),
+            Some("resource 0002")
+        );
+        assert_eq!(read_resource("fixture://res/0003", 3), None);
+        assert_eq!(read_resource("fixture://res/2", 3), None);
+        assert_eq!(
+            read_resource("fixture://item/abc", 0).as_deref(),
+            Some("item abc")
+        );
+        assert_eq!(read_resource("file:///etc/passwd", 3), None);
+    }
+}

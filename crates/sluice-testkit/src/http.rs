@@ -1,0 +1,425 @@
+//! Streamable HTTP transport at `POST /mcp` on 127.0.0.1.
+//!
+//! - Modern requests (`_meta` protocol version) are stateless. The answer is `application/json`
+//!   unless the request asked for progress or the handler emits something before its response
+//!   (e.g. `garbage`), in which case it is `text/event-stream` with those messages then the
+//!   response. Closing the response stream cancels the work (2026 semantics).
+//! - Legacy: `initialize` creates a session (`Mcp-Session-Id`, random); later requests must carry
+//!   it (400 without, 404 if unknown), `DELETE /mcp` ends it, `GET /mcp` opens the session's
+//!   stream for unsolicited notifications. Server→client requests (`sample`) go on the POST's SSE
+//!   stream and the client answers with a POST whose body is the JSON-RPC response (202).
+//!   A disconnect is not a cancellation; `notifications/cancelled` is.
+
+use std::collections::HashMap;
+use std::convert::Infallible;
+use std::io;
+use std::sync::{Arc, Mutex, MutexGuard};
+
+use axum::Router;
+use axum::body::{Body, Bytes};
+use axum::extract::{DefaultBodyLimit, State};
+use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
+use axum::response::{IntoResponse, Response};
+use axum::routing::post;
+use serde_json::Value;
+use tokio::sync::mpsc;
+
+use crate::peer::{AbortOnDrop, Out, Peer};
+use crate::protocol::{
+    Era, Fixture, Kind, META_PROTOCOL_VERSION, ReqCtx, RpcError, classify, error_response, meta,
+    method, progress_token, spawn_request,
+};
+use crate::{EraMode, StartMode};
+
+/// Name of the session header (matched case-insensitively).
+const SESSION_HEADER: &str = "mcp-session-id";
+
+/// Shared HTTP state: the fixture and the live legacy sessions.
+struct App {
+    fx: Arc<Fixture>,
+    sessions: Mutex<HashMap<String, Arc<Peer>>>,
+}
+
+impl App {
+    fn sessions(&self) -> MutexGuard<'_, HashMap<String, Arc<Peer>>> {
+        self.sessions
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+}
+
+/// Binds 127.0.0.1:`port`, prints `listening on http://127.0.0.1:PORT/mcp` on stderr, serves.
+pub async fn run(fx: Arc<Fixture>, port: u16) -> io::Result<()> {
+    if fx.cfg.start == StartMode::Garbage {
+        for line in crate::stdio::GARBAGE_BANNER {
+            println!("{line}");
+        }
+    }
+    let listener = tokio::net::TcpListener::bind(("127.0.0.1", port)).await?;
+    let port = listener.local_addr()?.port();
+    eprintln!("listening on http://127.0.0.1:{port}/mcp");
+    let app = Arc::new(App {
+        fx,
+        sessions: Mutex::new(HashMap::new()),
+    });
+    let router = Router::new()
+        .route("/mcp", post(post_mcp).get(get_mcp).delete(delete_mcp))
+        .layer(DefaultBodyLimit::max(64 * 1024 * 1024))
+        .with_state(app);
+    axum::serve(listener, router).await
+}
+
+/// A JSON body with the given status.
+fn json_response(status: StatusCode, body: &Value) -> Response {
+    json_text_response(status, body.to_string())
+}
+
+/// An already serialized JSON body with the given status.
+fn json_text_response(status: StatusCode, body: String) -> Response {
+    let mut resp = (status, body).into_response();
+    resp.headers_mut().insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static("application/json"),
+    );
+    resp
+}
+
+/// A JSON-RPC error response (`id` null when unknown) with the given HTTP status.
+fn rpc_error(status: StatusCode, id: &Value, err: &RpcError) -> Response {
+    json_response(status, &error_response(id, err))
+}
+
+/// A bodiless response.
+fn status_only(status: StatusCode) -> Response {
+    status.into_response()
+}
+
+/// One SSE event for an outgoing item, and whether it ends the stream.
+fn sse_event(item: Out) -> (String, bool) {
+    match item {
+        Out::Msg(v) => (format!("event: message\ndata: {v}\n\n"), false),
+        Out::Response(r) => (format!("event: message\ndata: {}\n\n", r.text), true),
+        // Deliberately not JSON; still framed as an SSE event so the stream stays parseable.
+        Out::Raw(s) => (format!("data: {s}\n\n"), false),
+        Out::Exit(code) => std::process::exit(code),
+    }
+}
+
+/// A `text/event-stream` response carrying `first` (if any) and then whatever arrives on `rx`,
+/// ending after the final response (or when every sender is gone). `guard` lives as long as the
+/// stream: dropping the body (client disconnect) drops it.
+fn sse_response(
+    first: Option<Out>,
+    rx: mpsc::UnboundedReceiver<Out>,
+    guard: Option<AbortOnDrop>,
+) -> Response {
+    struct St {
+        first: Option<Out>,
+        rx: mpsc::UnboundedReceiver<Out>,
+        _guard: Option<AbortOnDrop>,
+        done: bool,
+    }
+    let state = St {
+        first,
+        rx,
+        _guard: guard,
+        done: false,
+    };
+    let stream = futures::stream::unfold(state, |mut st| async move {
+        if st.done {
+            return None;
+        }
+        let item = match st.first.take() {
+            Some(item) => item,
+            None => st.rx.recv().await?,
+        };
+        let (event, end) = sse_event(item);
+        st.done = end;
+        Some((Ok::<_, Infallible>(event), st))
+    });
+    let mut resp = Response::new(Body::from_stream(stream));
+    let headers = resp.headers_mut();
+    headers.insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static("text/event-stream"),
+    );
+    headers.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-cache"));
+    headers.insert("x-accel-buffering", HeaderValue::from_static("no"));
+    resp
+}
+
+/// Runs one request and turns what it emits into an HTTP response: JSON if the response is
+/// the first thing it emits and progress was not requested, SSE otherwise.
+async fn answer(
+    app: &App,
+    msg: Value,
+    era: Era,
+    peer: Option<&Arc<Peer>>,
+    session_id: Option<&str>,
+) -> Response {
+    let wants_sse = progress_token(&msg).is_some();
+    let (tx, mut rx) = mpsc::unbounded_channel();
+    let ctx = ReqCtx {
+        era,
+        out: tx,
+        peer: peer.cloned(),
+    };
+    // Modern: the work lives as long as the HTTP exchange. Legacy: it is tracked by the session
+    // for notifications/cancelled and survives a disconnect.
+    let guard = match era {
+        Era::Modern => Some(AbortOnDrop(spawn_request(&app.fx, msg, ctx, None))),
+        Era::Legacy => {
+            spawn_request(&app.fx, msg, ctx, peer);
+            None
+        }
+    };
+    let mut resp = if wants_sse {
+        sse_response(None, rx, guard)
+    } else {
+        match rx.recv().await {
+            Some(Out::Response(r)) => {
+                // Modern: an unknown method is HTTP 404 and a missing client capability 400
+                // (both with the JSON-RPC body); other errors ride on 200.
+                let status = match (era, r.error_code) {
+                    (Era::Modern, Some(-32601)) => StatusCode::NOT_FOUND,
+                    (Era::Modern, Some(-32021)) => StatusCode::BAD_REQUEST,
+                    _ => StatusCode::OK,
+                };
+                json_text_response(status, r.text)
+            }
+            Some(Out::Exit(code)) => std::process::exit(code),
+            Some(first) => sse_response(Some(first), rx, guard),
+            // Cancelled before answering.
+            None => status_only(StatusCode::ACCEPTED),
+        }
+    };
+    if let Some(sid) = session_id
+        && let Ok(v) = HeaderValue::from_str(sid)
+    {
+        resp.headers_mut().insert(SESSION_HEADER, v);
+    }
+    resp
+}
+
+/// Rejects a foreign `Origin` (DNS rebinding protection): only loopback origins are allowed.
+fn origin_ok(headers: &HeaderMap) -> bool {
+    let Some(origin) = headers.get(header::ORIGIN) else {
+        return true;
+    };
+    let Ok(origin) = origin.to_str() else {
+        return false;
+    };
+    let host = origin
+        .split_once("://")
+        .map_or(origin, |(_, rest)| rest)
+        .trim_end_matches('/');
+    let host = if let Some(v6) = host.strip_prefix('[') {
+        v6.split(']').next().unwrap_or("")
+    } else {
+        host.split(':').next().unwrap_or("")
+    };
+    matches!(host, "127.0.0.1" | "localhost" | "::1")
+}
+
+/// Why a request has no usable legacy session.
+enum NoSession {
+    /// No `Mcp-Session-Id` header: 400.
+    Missing,
+    /// An id we never issued or already deleted: 404 (the client must re-initialize).
+    Unknown,
+}
+
+impl NoSession {
+    fn into_response(self) -> Response {
+        match self {
+            NoSession::Missing => {
+                let err = RpcError::new(-32600, "Missing Mcp-Session-Id (initialize first)");
+                rpc_error(StatusCode::BAD_REQUEST, &Value::Null, &err)
+            }
+            NoSession::Unknown => status_only(StatusCode::NOT_FOUND),
+        }
+    }
+}
+
+/// The session a request names.
+fn session(app: &App, headers: &HeaderMap) -> Result<(String, Arc<Peer>), NoSession> {
+    let sid = headers
+        .get(SESSION_HEADER)
+        .and_then(|v| v.to_str().ok())
+        .ok_or(NoSession::Missing)?;
+    match app.sessions().get(sid) {
+        Some(peer) => Ok((sid.to_owned(), Arc::clone(peer))),
+        None => Err(NoSession::Unknown),
+    }
+}
+
+/// Checks the 2026 request headers that are present against the body: `MCP-Protocol-Version`
+/// must equal the `_meta` version and `Mcp-Method` the method (else 400 + -32020). Missing
+/// headers are tolerated (the fixture is lenient there).
+fn check_modern_headers(headers: &HeaderMap, msg: &Value) -> Result<(), RpcError> {
+    let mismatch = |what: &str| RpcError::new(-32020, format!("Header mismatch: {what}"));
+    if let Some(v) = headers.get("mcp-protocol-version") {
+        let body = meta(msg)
+            .and_then(|m| m.get(META_PROTOCOL_VERSION))
+            .and_then(Value::as_str);
+        if body.is_some() && v.to_str().ok() != body {
+            return Err(mismatch("MCP-Protocol-Version"));
+        }
+    }
+    if let Some(v) = headers.get("mcp-method")
+        && v.to_str().ok() != Some(method(msg))
+    {
+        return Err(mismatch("Mcp-Method"));
+    }
+    Ok(())
+}
+
+/// `POST /mcp`: one JSON-RPC message.
+async fn post_mcp(State(app): State<Arc<App>>, headers: HeaderMap, body: Bytes) -> Response {
+    if !origin_ok(&headers) {
+        let err = RpcError::new(-32600, "Forbidden origin");
+        return rpc_error(StatusCode::FORBIDDEN, &Value::Null, &err);
+    }
+    if app.fx.cfg.start == StartMode::Hang {
+        return std::future::pending().await;
+    }
+    let msg: Value = match serde_json::from_slice(&body) {
+        Ok(v) => v,
+        Err(e) => {
+            let err = RpcError::new(-32700, format!("Parse error: {e}"));
+            return rpc_error(StatusCode::BAD_REQUEST, &Value::Null, &err);
+        }
+    };
+    match classify(&msg) {
+        Kind::Invalid => {
+            let id = msg.get("id").cloned().unwrap_or(Value::Null);
+            let err = RpcError::new(-32600, "Invalid Request");
+            rpc_error(StatusCode::BAD_REQUEST, &id, &err)
+        }
+        // Client notifications and responses only mean something inside a legacy session;
+        // modern clients have none to send over HTTP, so they are accepted and ignored.
+        Kind::Notification | Kind::Response => {
+            if headers.contains_key(SESSION_HEADER) && app.fx.cfg.era != EraMode::Modern {
+                let (_, peer) = match session(&app, &headers) {
+                    Ok(s) => s,
+                    Err(e) => return e.into_response(),
+                };
+                if classify(&msg) == Kind::Response {
+                    peer.deliver(msg);
+                } else {
+                    app.fx.handle_notification(&msg, &peer);
+                }
+            }
+            status_only(StatusCode::ACCEPTED)
+        }
+        Kind::Request => {
+            let id = msg.get("id").cloned().unwrap_or(Value::Null);
+            match app.fx.era_of(&msg) {
+                Era::Modern => {
+                    let checked = check_modern_headers(&headers, &msg)
+                        .and_then(|()| app.fx.check_modern_envelope(&msg));
+                    if let Err(err) = checked {
+                        return rpc_error(StatusCode::BAD_REQUEST, &id, &err);
+                    }
+                    answer(&app, msg, Era::Modern, None, None).await
+                }
+                Era::Legacy if method(&msg) == "initialize" => {
+                    let sid = format!("{:032x}", rand::random::<u128>());
+                    let peer = Peer::new();
+                    app.sessions().insert(sid.clone(), Arc::clone(&peer));
+                    eprintln!("sluice-fixture: new legacy session {sid}");
+                    answer(&app, msg, Era::Legacy, Some(&peer), Some(&sid)).await
+                }
+                Era::Legacy
+                    if app.fx.cfg.era == EraMode::Dual && !headers.contains_key(SESSION_HEADER) =>
+                {
+                    // Could be either era gone wrong; -32602 is not a "modern" error code, so a
+                    // dual-era client falls back to `initialize`, as it should.
+                    let err = RpcError::invalid_params(format!(
+                        "Missing params._meta[\"{META_PROTOCOL_VERSION}\"] (2026) or Mcp-Session-Id (2025; initialize first)"
+                    ));
+                    rpc_error(StatusCode::BAD_REQUEST, &id, &err)
+                }
+                Era::Legacy => match session(&app, &headers) {
+                    Ok((_, peer)) => answer(&app, msg, Era::Legacy, Some(&peer), None).await,
+                    Err(e) => e.into_response(),
+                },
+            }
+        }
+    }
+}
+
+/// `GET /mcp`: a legacy session's stream for unsolicited notifications (list_changed);
+/// 405 without a session or on a modern-only server.
+async fn get_mcp(State(app): State<Arc<App>>, headers: HeaderMap) -> Response {
+    if app.fx.cfg.era == EraMode::Modern || !headers.contains_key(SESSION_HEADER) {
+        return status_only(StatusCode::METHOD_NOT_ALLOWED);
+    }
+    match session(&app, &headers) {
+        Ok((_, peer)) => {
+            let (tx, rx) = mpsc::unbounded_channel();
+            peer.set_notify(Some(tx));
+            sse_response(None, rx, None)
+        }
+        Err(e) => e.into_response(),
+    }
+}
+
+/// `DELETE /mcp`: ends a legacy session (its in-flight work is aborted).
+async fn delete_mcp(State(app): State<Arc<App>>, headers: HeaderMap) -> Response {
+    if app.fx.cfg.era == EraMode::Modern || !headers.contains_key(SESSION_HEADER) {
+        return status_only(StatusCode::METHOD_NOT_ALLOWED);
+    }
+    match session(&app, &headers) {
+        Ok((sid, peer)) => {
+            app.sessions().remove(&sid);
+            peer.cancel_all();
+            eprintln!("sluice-fixture: session {sid} deleted");
+            status_only(StatusCode::OK)
+        }
+        Err(e) => e.into_response(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn with_origin(origin: &str) -> HeaderMap {
+        let mut h = HeaderMap::new();
+        if let Ok(v) = HeaderValue::from_str(origin) {
+            h.insert(header::ORIGIN, v);
+        }
+        h
+    }
+
+    #[test]
+    fn origins() {
+        assert!(origin_ok(&HeaderMap::new()));
+        assert!(origin_ok(&with_origin("http://localhost:3000")));
+        assert!(origin_ok(&with_origin("http://127.0.0.1")));
+        assert!(origin_ok(&with_origin("http://[::1]:8080")));
+        assert!(!origin_ok(&with_origin("https://evil.example")));
+        assert!(!origin_ok(&with_origin("http://localhost.evil.example")));
+    }
+
+    #[test]
+    fn header_mismatch() {
+        let msg = json!({"jsonrpc":"2.0","id":1,"method":"tools/list",
+            "params":{"_meta":{META_PROTOCOL_VERSION:"2026-07-28"}}});
+        let mut h = HeaderMap::new();
+        assert!(check_modern_headers(&h, &msg).is_ok());
+        h.insert("mcp-method", HeaderValue::from_static("tools/list"));
+        h.insert(
+            "mcp-protocol-version",
+            HeaderValue::from_static("2026-07-28"),
+        );
+        assert!(check_modern_headers(&h, &msg).is_ok());
+        h.insert("mcp-method", HeaderValue::from_static("tools/call"));
+        assert_eq!(
+            check_modern_headers(&h, &msg).err().map(|e| e.code),
+            Some(-32020)
+        );
+    }
+}

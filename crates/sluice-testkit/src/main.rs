@@ -1,0 +1,147 @@
+//! `sluice-fixture`: a small, deliberately controllable MCP server.
+//!
+//! It exists to test the sluice gateway against behaviour that real MCP servers rarely produce:
+//! crashes mid-call, requests that never get answered, non-JSON on stdout, odd pagination cursors,
+//! results full of fields and number spellings a proxy must not touch, and so on. It speaks
+//! newline-delimited JSON-RPC on stdio (default) or Streamable HTTP (`--http PORT`), in the
+//! 2026-07-28 ("modern") era, the 2025-x ("legacy") era, or both (`--era dual`).
+//!
+//! Everything works on `serde_json::Value` so that unknown fields and exact number spellings
+//! (`arbitrary_precision` + `preserve_order`) survive untouched.
+//!
+//! Layout: this file parses arguments; `protocol` decides eras and dispatches methods;
+//! `catalog` holds the tools/resources/prompts and pagination; `tools` implements `tools/call`;
+//! `peer` is per-connection state (cancellation, server→client requests); `stdio` and `http`
+//! are the transports.
+
+mod catalog;
+mod http;
+mod peer;
+mod protocol;
+mod stdio;
+mod tools;
+
+use std::num::NonZeroUsize;
+use std::sync::Arc;
+
+use clap::{CommandFactory, Parser, ValueEnum};
+
+/// Command-line configuration of the fixture. Every flag is a knob a test can turn.
+#[derive(Parser, Debug, Clone)]
+#[command(
+    name = "sluice-fixture",
+    version,
+    about = "A deliberately controllable MCP test server"
+)]
+pub struct Config {
+    /// Serve Streamable HTTP at http://127.0.0.1:PORT/mcp instead of stdio (0 = any free port;
+    /// the actual address is printed to stderr as `listening on http://127.0.0.1:PORT/mcp`).
+    #[arg(long, value_name = "PORT")]
+    pub http: Option<u16>,
+
+    /// Which protocol era(s) to speak.
+    #[arg(long, value_enum, default_value_t = EraMode::Dual)]
+    pub era: EraMode,
+
+    /// Number of generated extra tools (`gen_0000`, `gen_0001`, ...) after the fixed ones.
+    #[arg(long, value_name = "N", default_value_t = 0)]
+    pub tools: usize,
+
+    /// Number of text resources (`fixture://res/0000`, ...).
+    #[arg(long, value_name = "N", default_value_t = 0)]
+    pub resources: usize,
+
+    /// Paginate tools/list, resources/list, resources/templates/list and prompts/list with pages
+    /// of K items (default: everything on one page, no `nextCursor`).
+    #[arg(long, value_name = "K")]
+    pub page_size: Option<NonZeroUsize>,
+
+    /// Make tools/list pagination misbehave (needs --page-size).
+    #[arg(long, value_enum, default_value_t = CursorMode::Normal)]
+    pub cursor_mode: CursorMode,
+
+    /// Start-up fault to inject.
+    #[arg(long, value_enum, default_value_t = StartMode::Normal)]
+    pub start: StartMode,
+}
+
+/// Which protocol era(s) the fixture speaks.
+#[derive(ValueEnum, Debug, Clone, Copy, PartialEq, Eq)]
+pub enum EraMode {
+    /// 2026-07-28 only: `server/discover`, `_meta` on every request, `initialize` → -32022.
+    Modern,
+    /// 2025-11-25 / 2025-06-18 / 2025-03-26 only: `initialize` handshake, `server/discover` → -32601.
+    Legacy,
+    /// Both; the era of each request is chosen by how the client opens.
+    Dual,
+}
+
+/// How tools/list cursors behave. All modes but `normal` exist to catch pagination loops and
+/// cursor-handling bugs in a client.
+#[derive(ValueEnum, Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CursorMode {
+    /// Opaque string cursors; the last page has no `nextCursor`.
+    Normal,
+    /// Every page returns the same `nextCursor` (the one leading to page 2): an endless list.
+    Repeat,
+    /// Page 3 returns page 1's `nextCursor`, so pages 2 and 3 repeat forever.
+    Cycle,
+    /// Page 1's `nextCursor` is `""`, which is a *valid* cursor leading to page 2 (2026 says an
+    /// empty string must not be taken as the end of the list).
+    EmptyString,
+    /// `nextCursor` is a JSON number instead of a string (the number is accepted back).
+    NonString,
+}
+
+/// Start-up faults.
+#[derive(ValueEnum, Debug, Clone, Copy, PartialEq, Eq)]
+pub enum StartMode {
+    /// Start normally.
+    Normal,
+    /// Exit with code 3 immediately, before reading anything.
+    Crash,
+    /// Read input but never answer anything.
+    Hang,
+    /// Print a few non-JSON lines on stdout first, then behave normally.
+    Garbage,
+}
+
+fn main() {
+    let cfg = Config::parse();
+    if cfg.cursor_mode != CursorMode::Normal && cfg.page_size.is_none() {
+        Config::command()
+            .error(
+                clap::error::ErrorKind::MissingRequiredArgument,
+                "--cursor-mode other than `normal` needs --page-size",
+            )
+            .exit();
+    }
+    if cfg.start == StartMode::Crash {
+        eprintln!("sluice-fixture: --start crash: exiting with code 3");
+        std::process::exit(3);
+    }
+
+    let runtime = match tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+    {
+        Ok(rt) => rt,
+        Err(e) => {
+            eprintln!("sluice-fixture: cannot start the tokio runtime: {e}");
+            std::process::exit(1);
+        }
+    };
+    let http_port = cfg.http;
+    let fixture = Arc::new(protocol::Fixture::new(cfg));
+    let result = runtime.block_on(async move {
+        match http_port {
+            Some(port) => http::run(fixture, port).await,
+            None => stdio::run(fixture).await,
+        }
+    });
+    if let Err(e) = result {
+        eprintln!("sluice-fixture: {e}");
+        std::process::exit(1);
+    }
+}

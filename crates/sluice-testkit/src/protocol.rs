@@ -1,0 +1,517 @@
+//! Transport-independent protocol handling: message classification, per-request era choice,
+//! envelope validation, method dispatch and result shaping.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+use serde_json::{Map, Value, json};
+
+use crate::catalog;
+use crate::peer::{Out, OutTx, Peer, Reply};
+use crate::{Config, CursorMode, EraMode};
+
+/// The 2026 protocol version.
+pub const MODERN_VERSION: &str = "2026-07-28";
+/// Legacy versions `initialize` accepts (the first is the one offered otherwise).
+pub const LEGACY_VERSIONS: [&str; 3] = ["2025-11-25", "2025-06-18", "2025-03-26"];
+/// `_meta` key carrying the protocol version of a modern request.
+pub const META_PROTOCOL_VERSION: &str = "io.modelcontextprotocol/protocolVersion";
+/// `_meta` key carrying the client capabilities of a modern request.
+pub const META_CLIENT_CAPABILITIES: &str = "io.modelcontextprotocol/clientCapabilities";
+
+/// The era a single request is served in.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Era {
+    /// 2026-07-28: stateless, `resultType` on every result, caching hints on lists.
+    Modern,
+    /// 2025-x: `initialize` handshake, server→client requests allowed.
+    Legacy,
+}
+
+/// A JSON-RPC error.
+#[derive(Debug, Clone)]
+pub struct RpcError {
+    pub code: i64,
+    pub message: String,
+    pub data: Option<Value>,
+}
+
+impl RpcError {
+    pub fn new(code: i64, message: impl Into<String>) -> Self {
+        Self {
+            code,
+            message: message.into(),
+            data: None,
+        }
+    }
+
+    pub fn with_data(mut self, data: Value) -> Self {
+        self.data = Some(data);
+        self
+    }
+
+    pub fn invalid_params(message: impl Into<String>) -> Self {
+        Self::new(-32602, message)
+    }
+
+    pub fn method_not_found(method: &str) -> Self {
+        Self::new(-32601, "Method not found").with_data(json!({"method": method}))
+    }
+
+    /// The JSON-RPC error object.
+    pub fn to_value(&self) -> Value {
+        let mut err = json!({"code": self.code, "message": self.message});
+        if let (Some(data), Some(obj)) = (&self.data, err.as_object_mut()) {
+            obj.insert("data".into(), data.clone());
+        }
+        err
+    }
+}
+
+/// A JSON-RPC success response.
+pub fn response(id: &Value, result: Value) -> Value {
+    json!({"jsonrpc": "2.0", "id": id, "result": result})
+}
+
+/// A JSON-RPC error response.
+pub fn error_response(id: &Value, err: &RpcError) -> Value {
+    json!({"jsonrpc": "2.0", "id": id, "error": err.to_value()})
+}
+
+/// A result as produced by a handler.
+#[derive(Debug, Clone)]
+pub enum Payload {
+    /// A JSON value (serialized by serde_json).
+    Json(Value),
+    /// Raw JSON text of an object, written out verbatim. serde_json (even with
+    /// `arbitrary_precision`) rewrites exponents (`1e400` → `1e+400`), so results that must
+    /// keep every byte are kept as text.
+    Raw(String),
+}
+
+impl From<Value> for Payload {
+    fn from(v: Value) -> Self {
+        Payload::Json(v)
+    }
+}
+
+/// What kind of JSON-RPC message an incoming value is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Kind {
+    Request,
+    Notification,
+    /// A response to one of our server→client requests.
+    Response,
+    /// Not a JSON-RPC message we understand (answered with -32600).
+    Invalid,
+}
+
+/// Classifies an incoming message.
+pub fn classify(msg: &Value) -> Kind {
+    let Some(obj) = msg.as_object() else {
+        return Kind::Invalid;
+    };
+    match (
+        obj.get("method").map(Value::is_string),
+        obj.contains_key("id"),
+    ) {
+        (Some(true), true) => Kind::Request,
+        (Some(true), false) => Kind::Notification,
+        (None, true) if obj.contains_key("result") || obj.contains_key("error") => Kind::Response,
+        _ => Kind::Invalid,
+    }
+}
+
+/// The method of a message ("" if none).
+pub fn method(msg: &Value) -> &str {
+    msg.get("method").and_then(Value::as_str).unwrap_or("")
+}
+
+/// `params._meta` of a message, if any.
+pub fn meta(msg: &Value) -> Option<&Map<String, Value>> {
+    msg.get("params")?.get("_meta")?.as_object()
+}
+
+/// `params._meta.progressToken`, if any.
+pub fn progress_token(msg: &Value) -> Option<&Value> {
+    meta(msg)?.get("progressToken").filter(|t| !t.is_null())
+}
+
+/// Everything a request handler may use to talk to the client besides its final answer.
+#[derive(Clone)]
+pub struct ReqCtx {
+    pub era: Era,
+    /// The stream related to this request: progress, server→client requests, garbage lines and
+    /// (sent by the spawner) the final response. On stdio this is stdout itself.
+    pub out: OutTx,
+    /// The connection/session, for server→client requests and unsolicited notifications.
+    /// `None` for modern requests (stateless: no server-initiated requests, and list_changed is
+    /// only delivered on `subscriptions/listen`, which the fixture does not implement).
+    pub peer: Option<Arc<Peer>>,
+}
+
+/// The fixture server: configuration plus the little mutable state it has.
+pub struct Fixture {
+    pub cfg: Config,
+    /// How many tools `add_tool` has registered.
+    added: AtomicUsize,
+}
+
+impl Fixture {
+    pub fn new(cfg: Config) -> Self {
+        Self {
+            cfg,
+            added: AtomicUsize::new(0),
+        }
+    }
+
+    fn page_size(&self) -> Option<usize> {
+        self.cfg.page_size.map(std::num::NonZeroUsize::get)
+    }
+
+    /// Registers one more `added_N` tool; returns its name.
+    pub fn add_tool(&self) -> String {
+        catalog::added_name(self.added.fetch_add(1, Ordering::SeqCst))
+    }
+
+    /// Whether `name` is a generated or added tool.
+    pub fn has_dynamic_tool(&self, name: &str) -> bool {
+        let gen_ok = name
+            .strip_prefix("gen_")
+            .and_then(|n| n.parse::<usize>().ok())
+            .is_some_and(|i| i < self.cfg.tools && catalog::gen_name(i) == name);
+        let added_ok = name
+            .strip_prefix("added_")
+            .and_then(|n| n.parse::<usize>().ok())
+            .is_some_and(|i| {
+                i < self.added.load(Ordering::SeqCst) && catalog::added_name(i) == name
+            });
+        gen_ok || added_ok
+    }
+
+    /// The era a request is served in. Dual: `initialize` opens legacy, `server/discover` and
+    /// anything with a `_meta` protocol version is modern, everything else is legacy.
+    pub fn era_of(&self, msg: &Value) -> Era {
+        match self.cfg.era {
+            EraMode::Modern => Era::Modern,
+            EraMode::Legacy => Era::Legacy,
+            EraMode::Dual => {
+                let m = method(msg);
+                if m == "initialize" {
+                    Era::Legacy
+                } else if m == "server/discover"
+                    || meta(msg).is_some_and(|m| m.contains_key(META_PROTOCOL_VERSION))
+                {
+                    Era::Modern
+                } else {
+                    Era::Legacy
+                }
+            }
+        }
+    }
+
+    /// Versions named in `-32022` errors.
+    fn supported_versions(&self) -> Vec<&'static str> {
+        let mut v = vec![MODERN_VERSION];
+        if self.cfg.era == EraMode::Dual {
+            v.extend(LEGACY_VERSIONS);
+        }
+        v
+    }
+
+    /// Checks the per-request `_meta` of a modern request: the protocol version must be present
+    /// (else -32602) and supported (else -32022). `initialize` sent to a modern-only server also
+    /// gets -32022, naming the supported versions.
+    pub fn check_modern_envelope(&self, msg: &Value) -> Result<(), RpcError> {
+        let unsupported = |requested: Value| {
+            RpcError::new(-32022, "Unsupported protocol version")
+                .with_data(json!({"supported": self.supported_versions(), "requested": requested}))
+        };
+        if method(msg) == "initialize" {
+            let requested = msg
+                .get("params")
+                .and_then(|p| p.get("protocolVersion"))
+                .cloned()
+                .unwrap_or(Value::Null);
+            return Err(unsupported(requested));
+        }
+        match meta(msg).and_then(|m| m.get(META_PROTOCOL_VERSION)) {
+            None => Err(RpcError::invalid_params(format!(
+                "Missing params._meta[\"{META_PROTOCOL_VERSION}\"]"
+            ))),
+            Some(Value::String(v)) if v == MODERN_VERSION => Ok(()),
+            Some(other) => Err(unsupported(other.clone())),
+        }
+    }
+
+    /// Handles a client notification. `notifications/cancelled` stops the named request (without
+    /// answering it); everything else (`notifications/initialized`, ...) is accepted and ignored.
+    pub fn handle_notification(&self, msg: &Value, peer: &Peer) {
+        if method(msg) == "notifications/cancelled"
+            && let Some(id) = msg.get("params").and_then(|p| p.get("requestId"))
+        {
+            peer.cancel(id);
+        }
+    }
+
+    /// Handles one request and returns the JSON-RPC response to send, or `None` for none.
+    /// Tools like `hang` make this never return; `crash` exits the process.
+    pub async fn handle(self: &Arc<Self>, msg: Value, ctx: ReqCtx) -> Option<Reply> {
+        let id = msg.get("id").cloned().unwrap_or(Value::Null);
+        let result = match ctx.era {
+            Era::Modern => match self.check_modern_envelope(&msg) {
+                Ok(()) => self.modern(&msg, &ctx).await,
+                Err(e) => Err(e),
+            },
+            Era::Legacy => self.legacy(&msg, &ctx).await,
+        };
+        Some(match result {
+            Ok(Payload::Json(r)) => Reply {
+                text: response(&id, r).to_string(),
+                error_code: None,
+            },
+            Ok(Payload::Raw(raw)) => Reply {
+                text: format!(r#"{{"jsonrpc":"2.0","id":{id},"result":{raw}}}"#),
+                error_code: None,
+            },
+            Err(e) => Reply {
+                text: error_response(&id, &e).to_string(),
+                error_code: Some(e.code),
+            },
+        })
+    }
+
+    /// Methods of the 2026 era.
+    async fn modern(self: &Arc<Self>, msg: &Value, ctx: &ReqCtx) -> Result<Payload, RpcError> {
+        let params = msg.get("params").cloned().unwrap_or_else(|| json!({}));
+        match method(msg) {
+            "server/discover" => Ok(cacheable(
+                json!({
+                    "supportedVersions": [MODERN_VERSION],
+                    "capabilities": capabilities(),
+                    "_meta": {"io.modelcontextprotocol/serverInfo": server_info()},
+                }),
+                Era::Modern,
+            )
+            .into()),
+            "tools/call" => Ok(complete_payload(
+                crate::tools::call(self, &params, ctx).await?,
+                Era::Modern,
+            )),
+            m => self.common(m, &params, Era::Modern).map(Payload::from),
+        }
+    }
+
+    /// Methods of the 2025 era.
+    async fn legacy(self: &Arc<Self>, msg: &Value, ctx: &ReqCtx) -> Result<Payload, RpcError> {
+        let params = msg.get("params").cloned().unwrap_or_else(|| json!({}));
+        match method(msg) {
+            "initialize" => {
+                let requested = params.get("protocolVersion").and_then(Value::as_str);
+                let version = requested
+                    .filter(|v| LEGACY_VERSIONS.contains(v))
+                    .unwrap_or(LEGACY_VERSIONS[0]);
+                Ok(json!({
+                    "protocolVersion": version,
+                    "capabilities": capabilities(),
+                    "serverInfo": server_info(),
+                })
+                .into())
+            }
+            "ping" => Ok(json!({}).into()),
+            "tools/call" => crate::tools::call(self, &params, ctx).await,
+            m => self.common(m, &params, Era::Legacy).map(Payload::from),
+        }
+    }
+
+    /// Methods that behave the same in both eras apart from result shaping.
+    fn common(&self, method: &str, params: &Value, era: Era) -> Result<Value, RpcError> {
+        let cursor = params.get("cursor");
+        let list = |key: &str, items: Vec<Value>, mode: CursorMode| {
+            let page = catalog::paginate(items, cursor, self.page_size(), mode)?;
+            let mut result = Map::new();
+            result.insert(key.into(), Value::Array(page.items));
+            if let Some(next) = page.next {
+                result.insert("nextCursor".into(), next);
+            }
+            Ok(cacheable(Value::Object(result), era))
+        };
+        match method {
+            "tools/list" => {
+                let tools = catalog::all_tools(self.cfg.tools, self.added.load(Ordering::SeqCst));
+                list("tools", tools, self.cfg.cursor_mode)
+            }
+            "resources/list" => list(
+                "resources",
+                catalog::all_resources(self.cfg.resources),
+                CursorMode::Normal,
+            ),
+            "resources/templates/list" => list(
+                "resourceTemplates",
+                catalog::all_templates(),
+                CursorMode::Normal,
+            ),
+            "prompts/list" => list("prompts", catalog::all_prompts(), CursorMode::Normal),
+            "resources/read" => {
+                let uri = params.get("uri").and_then(Value::as_str).unwrap_or("");
+                match catalog::read_resource(uri, self.cfg.resources) {
+                    Some(text) => Ok(cacheable(
+                        json!({"contents": [{"uri": uri, "mimeType": "text/plain", "text": text}]}),
+                        era,
+                    )),
+                    None => {
+                        // 2025 uses -32002 Resource not found; 2026 uses -32602.
+                        let code = if era == Era::Modern { -32602 } else { -32002 };
+                        Err(RpcError::new(code, "Resource not found")
+                            .with_data(json!({"uri": uri})))
+                    }
+                }
+            }
+            "prompts/get" => {
+                let name = params.get("name").and_then(Value::as_str).unwrap_or("");
+                if name != "greet" {
+                    return Err(RpcError::invalid_params(format!("Unknown prompt: {name}")));
+                }
+                let who = params
+                    .get("arguments")
+                    .and_then(|a| a.get("name"))
+                    .and_then(Value::as_str)
+                    .ok_or_else(|| RpcError::invalid_params("Missing required argument: name"))?;
+                Ok(complete(
+                    json!({
+                        "description": "A greeting",
+                        "messages": [{"role": "user", "content": {"type": "text", "text": format!("Hello, {who}")}}]
+                    }),
+                    era,
+                ))
+            }
+            m => Err(RpcError::method_not_found(m)),
+        }
+    }
+}
+
+/// Capabilities advertised in both `server/discover` and `initialize`.
+fn capabilities() -> Value {
+    json!({"tools": {"listChanged": true}, "resources": {}, "prompts": {}})
+}
+
+fn server_info() -> Value {
+    json!({"name": "sluice-fixture", "version": env!("CARGO_PKG_VERSION")})
+}
+
+/// Adds `resultType: "complete"` to a modern result (appended, and only if absent so that an
+/// `input_required` result stays one). Legacy results are left alone.
+pub fn complete(mut result: Value, era: Era) -> Value {
+    if era == Era::Modern
+        && let Some(obj) = result.as_object_mut()
+        && !obj.contains_key("resultType")
+    {
+        obj.insert("resultType".into(), json!("complete"));
+    }
+    result
+}
+
+/// [`complete`] for a [`Payload`]: raw text gets `"resultType":"complete"` spliced in before
+/// its closing brace.
+pub fn complete_payload(payload: Payload, era: Era) -> Payload {
+    match payload {
+        Payload::Json(v) => Payload::Json(complete(v, era)),
+        Payload::Raw(raw) if era == Era::Modern => {
+            let body = raw.trim_end();
+            let body = body.strip_suffix('}').unwrap_or(body).trim_end();
+            let sep = if body.ends_with('{') { "" } else { "," };
+            Payload::Raw(format!(r#"{body}{sep}"resultType":"complete"}}"#))
+        }
+        raw => raw,
+    }
+}
+
+/// Like [`complete`], plus the caching hints `ttlMs: 0, cacheScope: "public"`.
+fn cacheable(result: Value, era: Era) -> Value {
+    let mut result = complete(result, era);
+    if era == Era::Modern
+        && let Some(obj) = result.as_object_mut()
+    {
+        obj.insert("ttlMs".into(), json!(0));
+        obj.insert("cacheScope".into(), json!("public"));
+    }
+    result
+}
+
+/// Spawns the handling of one request; its response (if any) is sent on `ctx.out` as
+/// [`Out::Response`]. If `tracker` is given the work is registered there for cancellation.
+pub fn spawn_request(
+    fx: &Arc<Fixture>,
+    msg: Value,
+    ctx: ReqCtx,
+    tracker: Option<&Arc<Peer>>,
+) -> tokio::task::JoinHandle<()> {
+    let id = msg.get("id").cloned().unwrap_or(Value::Null);
+    let fx = Arc::clone(fx);
+    let work = async move {
+        let out = ctx.out.clone();
+        if let Some(resp) = fx.handle(msg, ctx).await {
+            let _ = out.send(Out::Response(resp));
+        }
+    };
+    match tracker {
+        Some(peer) => peer.spawn_tracked(&id, work),
+        None => tokio::spawn(work),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+    use super::*;
+
+    #[test]
+    fn classify_messages() {
+        assert_eq!(
+            classify(&json!({"jsonrpc":"2.0","id":1,"method":"x"})),
+            Kind::Request
+        );
+        assert_eq!(
+            classify(&json!({"jsonrpc":"2.0","method":"x"})),
+            Kind::Notification
+        );
+        assert_eq!(
+            classify(&json!({"jsonrpc":"2.0","id":1,"result":{}})),
+            Kind::Response
+        );
+        assert_eq!(
+            classify(&json!({"jsonrpc":"2.0","id":1,"error":{}})),
+            Kind::Response
+        );
+        assert_eq!(classify(&json!([1])), Kind::Invalid);
+        assert_eq!(classify(&json!({"id":1})), Kind::Invalid);
+    }
+
+    #[test]
+    fn raw_payload_gets_result_type_spliced() {
+        let Payload::Raw(r) = complete_payload(Payload::Raw(r#"{"a":1e400}"#.into()), Era::Modern)
+        else {
+            panic!("not raw")
+        };
+        assert_eq!(r, r#"{"a":1e400,"resultType":"complete"}"#);
+        let Payload::Raw(r) = complete_payload(Payload::Raw("{}".into()), Era::Modern) else {
+            panic!("not raw")
+        };
+        assert_eq!(r, r#"{"resultType":"complete"}"#);
+    }
+
+    #[test]
+    fn serde_json_rewrites_exponents() {
+        // Why `Payload::Raw` exists: even with arbitrary_precision, `1e400` does not survive.
+        let v: Value = serde_json::from_str(r#"{"x":1e400,"y":1.50,"z":-0}"#).unwrap();
+        assert_eq!(v.to_string(), r#"{"x":1e+400,"y":1.50,"z":-0}"#);
+    }
+
+    #[test]
+    fn complete_keeps_input_required() {
+        let r = complete(json!({"resultType": "input_required"}), Era::Modern);
+        assert_eq!(r["resultType"], "input_required");
+        let r = complete(json!({"a": 1}), Era::Legacy);
+        assert!(r.get("resultType").is_none());
+    }
+}

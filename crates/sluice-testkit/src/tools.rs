@@ -1,0 +1,206 @@
+//! `tools/call`: what each fixture tool does, and the misbehaviour it exists to provoke.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use serde_json::{Value, json};
+
+use crate::peer::Out;
+use crate::protocol::{Era, Fixture, META_CLIENT_CAPABILITIES, Payload, ReqCtx, RpcError};
+
+/// The exact result of the `lossless` tool, as raw JSON, written out verbatim (the modern era
+/// splices `"resultType":"complete"` in before the final brace). It is deliberately *not*
+/// round-tripped through `serde_json::Value`: even with `preserve_order` + `arbitrary_precision`
+/// that keeps key order, the big integer, `1.50` and `-0`, but rewrites `1e400` as `1e+400`.
+/// A gateway that must be byte-exact has to do better than `Value` for exponents.
+pub const LOSSLESS_RESULT: &str = r#"{"content":[{"type":"text","text":"kept","x-extra":1},{"type":"hologram","frames":[1,2,3]}],"structuredContent":{"big":123456789012345678901234567890,"exp":1e400,"float":1.50,"neg":-0},"x-vendor":{"nested":[true,null]},"_meta":{"x.example/trace":"abc"},"isError":false}"#;
+
+/// A successful result with one text block.
+fn text(t: impl Into<String>) -> Value {
+    json!({"content": [{"type": "text", "text": t.into()}]})
+}
+
+/// A tool-level error (`isError: true`) with one text block.
+fn tool_error(t: impl Into<String>) -> Value {
+    json!({"content": [{"type": "text", "text": t.into()}], "isError": true})
+}
+
+/// An unsigned integer argument, `default` if absent; a tool error if present but not one.
+fn uint_arg(args: &Value, name: &str, default: Option<u64>) -> Result<u64, Value> {
+    match args.get(name) {
+        None | Some(Value::Null) => {
+            default.ok_or_else(|| tool_error(format!("missing integer argument `{name}`")))
+        }
+        Some(v) => v
+            .as_u64()
+            .ok_or_else(|| tool_error(format!("argument `{name}` must be a non-negative integer"))),
+    }
+}
+
+/// A string argument; a tool error if missing or not a string.
+fn str_arg<'a>(args: &'a Value, name: &str) -> Result<&'a str, Value> {
+    args.get(name)
+        .and_then(Value::as_str)
+        .ok_or_else(|| tool_error(format!("missing string argument `{name}`")))
+}
+
+/// Runs `tools/call`. Returns the (era-neutral) result; unknown tools are `-32602`.
+pub async fn call(fx: &Arc<Fixture>, params: &Value, ctx: &ReqCtx) -> Result<Payload, RpcError> {
+    let name = params.get("name").and_then(Value::as_str).unwrap_or("");
+    let empty = json!({});
+    let args = params.get("arguments").unwrap_or(&empty);
+    let result = match name {
+        // Plain round trip.
+        "echo" => str_arg(args, "text").map(text),
+        // Pass-through fidelity: unknown fields, unknown content types, odd numbers.
+        "lossless" => return Ok(Payload::Raw(LOSSLESS_RESULT.to_owned())),
+        // The server dies mid-call: the client must notice EOF / a dropped connection.
+        "crash" => {
+            eprintln!("sluice-fixture: crash tool called: exiting with code 3");
+            let _ = ctx.out.send(Out::Exit(3));
+            std::future::pending().await
+        }
+        // Never answers: timeouts, and concurrency (other requests must still be served).
+        "hang" => std::future::pending().await,
+        // A non-JSON line on the output stream, then a normal answer: the client should skip it.
+        "garbage" => {
+            let _ = ctx.out.send(Out::Raw("this is not json".into()));
+            Ok(text("after garbage"))
+        }
+        "progress" => progress(args, params, ctx).await,
+        "sample" => return sample(args, params, ctx).await.map(Payload::from),
+        // The catalog changes at run time: list_changed notification and cache invalidation.
+        "add_tool" => {
+            let added = fx.add_tool();
+            if let Some(peer) = &ctx.peer {
+                peer.notify(
+                    json!({"jsonrpc": "2.0", "method": "notifications/tools/list_changed"}),
+                );
+            }
+            eprintln!("sluice-fixture: registered tool {added}");
+            Ok(text("ok"))
+        }
+        // Large payloads.
+        "big" => uint_arg(args, "bytes", None).and_then(|n| match usize::try_from(n) {
+            Ok(n) => Ok(text("x".repeat(n))),
+            Err(_) => Err(tool_error("bytes too large")),
+        }),
+        // Latency.
+        "slow" => match uint_arg(args, "ms", None) {
+            Ok(ms) => {
+                tokio::time::sleep(Duration::from_millis(ms)).await;
+                Ok(text("slept"))
+            }
+            Err(e) => Err(e),
+        },
+        n if fx.has_dynamic_tool(n) => Ok(text(n)),
+        n => return Err(RpcError::invalid_params(format!("Unknown tool: {n}"))),
+    };
+    // Argument errors are tool execution errors (isError), not protocol errors.
+    Ok(result.unwrap_or_else(|e| e).into())
+}
+
+/// `progress`: if the request carries `_meta.progressToken`, sends `notifications/progress`
+/// `{progressToken, progress: i, total: steps}` for i = 1..=steps, one every `delay_ms`; then
+/// answers "done". Without a token it just takes the same time.
+async fn progress(args: &Value, params: &Value, ctx: &ReqCtx) -> Result<Value, Value> {
+    let steps = uint_arg(args, "steps", Some(3))?;
+    let delay = Duration::from_millis(uint_arg(args, "delay_ms", Some(10))?);
+    let token = params
+        .pointer("/_meta/progressToken")
+        .filter(|t| !t.is_null())
+        .cloned();
+    for i in 1..=steps {
+        tokio::time::sleep(delay).await;
+        if let Some(token) = &token {
+            let note = json!({
+                "jsonrpc": "2.0",
+                "method": "notifications/progress",
+                "params": {"progressToken": token, "progress": i, "total": steps}
+            });
+            let _ = ctx.out.send(Out::Msg(note));
+        }
+    }
+    Ok(text("done"))
+}
+
+/// The sampling request the `sample` tool makes.
+fn sampling_params(prompt: &str) -> Value {
+    json!({
+        "messages": [{"role": "user", "content": {"type": "text", "text": prompt}}],
+        "maxTokens": 50
+    })
+}
+
+/// `sample`: server→client interaction.
+///
+/// Legacy: sends `sampling/createMessage` to the client (on stdout, or on the POST's SSE stream)
+/// and answers with the text of the client's reply, or `isError` if the client returned an error.
+///
+/// Modern (no server→client requests exist): uses MRTR. Without `inputResponses.sample` it returns
+/// `resultType: "input_required"` with `inputRequests.sample` (or `-32021` if the request did not
+/// declare the `sampling` client capability); the retry's `inputResponses.sample.content.text`
+/// becomes the answer.
+async fn sample(args: &Value, params: &Value, ctx: &ReqCtx) -> Result<Value, RpcError> {
+    let prompt = match str_arg(args, "prompt") {
+        Ok(p) => p,
+        Err(e) => return Ok(e),
+    };
+    match ctx.era {
+        Era::Legacy => {
+            let Some(peer) = &ctx.peer else {
+                return Ok(tool_error("no client connection to sample from"));
+            };
+            let reply = peer
+                .request(&ctx.out, "sampling/createMessage", sampling_params(prompt))
+                .await;
+            Ok(match reply {
+                Some(r) if r.get("error").is_some() => {
+                    tool_error(format!("client returned an error: {}", r["error"]))
+                }
+                Some(r) => match r.pointer("/result/content/text").and_then(Value::as_str) {
+                    Some(t) => text(t),
+                    None => tool_error("client reply has no result.content.text"),
+                },
+                None => tool_error("client went away before answering"),
+            })
+        }
+        Era::Modern => {
+            if let Some(resp) = params.pointer("/inputResponses/sample") {
+                return Ok(
+                    match resp.pointer("/content/text").and_then(Value::as_str) {
+                        Some(t) => text(t),
+                        None => tool_error("inputResponses.sample has no content.text"),
+                    },
+                );
+            }
+            let declared = params
+                .get("_meta")
+                .and_then(|m| m.get(META_CLIENT_CAPABILITIES))
+                .and_then(|c| c.get("sampling"))
+                .is_some();
+            if !declared {
+                return Err(RpcError::new(-32021, "Missing required client capability")
+                    .with_data(json!({"requiredCapabilities": {"sampling": {}}})));
+            }
+            Ok(json!({
+                "resultType": "input_required",
+                "inputRequests": {"sample": {
+                    "method": "sampling/createMessage",
+                    "params": sampling_params(prompt)
+                }}
+            }))
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn lossless_result_is_valid_json() {
+        let v: Result<Value, _> = serde_json::from_str(LOSSLESS_RESULT);
+        assert!(v.is_ok_and(|v| v.is_object()));
+    }
+}

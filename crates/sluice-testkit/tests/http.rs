@@ -1,0 +1,223 @@
+//! The fixture over Streamable HTTP, driven with a tiny raw HTTP/1.1 client.
+#![allow(clippy::unwrap_used)]
+
+mod common;
+
+use common::{HttpFixture, modern, modern_meta};
+use serde_json::{Value, json};
+
+fn rpc(id: Value, method: &str, params: Value) -> Value {
+    json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params})
+}
+
+const MODERN_HEADERS: [(&str, &str); 1] = [("MCP-Protocol-Version", "2026-07-28")];
+
+#[test]
+fn modern_call_is_stateless_json() {
+    let fx = HttpFixture::spawn(&[]);
+    let params = modern(json!({"name": "echo", "arguments": {"text": "hi"}}));
+    let headers = [
+        ("MCP-Protocol-Version", "2026-07-28"),
+        ("Mcp-Method", "tools/call"),
+        ("Mcp-Name", "echo"),
+    ];
+    let resp = fx.post(&headers, &rpc(json!(1), "tools/call", params));
+    assert_eq!(resp.status, 200);
+    assert_eq!(resp.header("content-type"), Some("application/json"));
+    assert_eq!(resp.header("mcp-session-id"), None);
+    assert_eq!(
+        resp.json(),
+        json!({"jsonrpc": "2.0", "id": 1, "result": {
+            "content": [{"type": "text", "text": "hi"}], "resultType": "complete"}})
+    );
+
+    let discover = fx.post(
+        &MODERN_HEADERS,
+        &rpc(json!(2), "server/discover", modern(json!({}))),
+    );
+    assert_eq!(
+        discover.json()["result"]["supportedVersions"],
+        json!(["2026-07-28"])
+    );
+}
+
+#[test]
+fn modern_errors_have_http_statuses() {
+    let fx = HttpFixture::spawn(&[]);
+    // Missing _meta (and no session): 400 + -32602.
+    let resp = fx.post(&[], &rpc(json!(1), "tools/list", json!({})));
+    assert_eq!(resp.status, 400);
+    assert_eq!(resp.json()["error"]["code"], -32602);
+    // Unsupported version: 400 + -32022.
+    let bad = json!({"_meta": {"io.modelcontextprotocol/protocolVersion": "1900-01-01"}});
+    let resp = fx.post(&[], &rpc(json!(2), "tools/list", bad));
+    assert_eq!(resp.status, 400);
+    assert_eq!(resp.json()["error"]["code"], -32022);
+    // Header/body mismatch: 400 + -32020.
+    let resp = fx.post(
+        &[("Mcp-Method", "tools/call")],
+        &rpc(json!(3), "tools/list", modern(json!({}))),
+    );
+    assert_eq!(resp.status, 400);
+    assert_eq!(resp.json()["error"]["code"], -32020);
+    // Unknown method: 404 + -32601.
+    let resp = fx.post(&MODERN_HEADERS, &rpc(json!(4), "nope", modern(json!({}))));
+    assert_eq!(resp.status, 404);
+    assert_eq!(resp.json()["error"]["code"], -32601);
+    // Foreign origin: 403.
+    let resp = fx.post(
+        &[("Origin", "https://evil.example")],
+        &rpc(json!(5), "tools/list", modern(json!({}))),
+    );
+    assert_eq!(resp.status, 403);
+}
+
+#[test]
+fn modern_progress_is_sse() {
+    let fx = HttpFixture::spawn(&[]);
+    let params = json!({
+        "name": "progress",
+        "arguments": {"steps": 2, "delay_ms": 10},
+        "_meta": modern_meta(json!({"progressToken": 9}))
+    });
+    let resp = fx.post(&MODERN_HEADERS, &rpc(json!("p"), "tools/call", params));
+    assert_eq!(resp.status, 200);
+    assert_eq!(resp.header("content-type"), Some("text/event-stream"));
+    let events: Vec<Value> = resp
+        .sse_data()
+        .iter()
+        .map(|d| serde_json::from_str(d).unwrap())
+        .collect();
+    assert_eq!(events.len(), 3);
+    assert_eq!(
+        events[0]["params"],
+        json!({"progressToken": 9, "progress": 1, "total": 2})
+    );
+    assert_eq!(events[1]["params"]["progress"], 2);
+    assert_eq!(events[2]["id"], "p");
+    assert_eq!(events[2]["result"]["content"][0]["text"], "done");
+}
+
+#[test]
+fn legacy_session_lifecycle_and_sampling() {
+    let fx = HttpFixture::spawn(&["--era", "dual"]);
+    let init = rpc(
+        json!(1),
+        "initialize",
+        json!({"protocolVersion": "2025-11-25", "capabilities": {"sampling": {}},
+               "clientInfo": {"name": "t", "version": "0"}}),
+    );
+    let resp = fx.post(&[], &init);
+    assert_eq!(resp.status, 200);
+    assert_eq!(resp.json()["result"]["protocolVersion"], "2025-11-25");
+    let sid = resp
+        .header("mcp-session-id")
+        .expect("session id")
+        .to_owned();
+    assert!(sid.len() >= 16 && sid.bytes().all(|b| (0x21..=0x7e).contains(&b)));
+    let session = [
+        ("Mcp-Session-Id", sid.as_str()),
+        ("MCP-Protocol-Version", "2025-11-25"),
+    ];
+
+    let note = json!({"jsonrpc": "2.0", "method": "notifications/initialized"});
+    assert_eq!(fx.post(&session, &note).status, 202);
+    let list = fx.post(&session, &rpc(json!(2), "tools/list", json!({})));
+    assert_eq!(list.status, 200);
+    assert!(list.json()["result"].get("resultType").is_none());
+
+    // Without or with an unknown session id.
+    assert_eq!(
+        fx.post(
+            &[("MCP-Protocol-Version", "2025-11-25")],
+            &rpc(json!(3), "ping", json!({}))
+        )
+        .status,
+        400
+    );
+    assert_eq!(
+        fx.post(
+            &[("Mcp-Session-Id", "nope")],
+            &rpc(json!(3), "ping", json!({}))
+        )
+        .status,
+        404
+    );
+
+    // Sampling: the request arrives on the POST's SSE stream, the answer is a separate POST.
+    let call = rpc(
+        json!(4),
+        "tools/call",
+        json!({"name": "sample", "arguments": {"prompt": "hey"}}),
+    );
+    let mut stream = fx.open("POST", &session, Some(&call.to_string()));
+    assert_eq!(stream.status, 200);
+    assert_eq!(stream.header("content-type"), Some("text/event-stream"));
+    let req = stream.next_json();
+    assert_eq!(req["method"], "sampling/createMessage");
+    assert_eq!(req["params"]["messages"][0]["content"]["text"], "hey");
+    let answer = json!({"jsonrpc": "2.0", "id": req["id"], "result": {
+        "role": "assistant", "content": {"type": "text", "text": "hello"}, "model": "m"}});
+    assert_eq!(fx.post(&session, &answer).status, 202);
+    let resp = stream.next_json();
+    assert_eq!(resp["id"], 4);
+    assert_eq!(resp["result"]["content"][0]["text"], "hello");
+    assert_eq!(stream.next_data(), None, "stream ends after the response");
+
+    // list_changed goes to the session's GET stream.
+    let mut get = fx.open(
+        "GET",
+        &[
+            ("Mcp-Session-Id", sid.as_str()),
+            ("Accept", "text/event-stream"),
+        ],
+        None,
+    );
+    assert_eq!(get.status, 200);
+    // (Its headers have arrived, so the server has registered the stream.)
+    let add = fx.post(
+        &session,
+        &rpc(json!(5), "tools/call", json!({"name": "add_tool"})),
+    );
+    assert_eq!(add.json()["result"]["content"][0]["text"], "ok");
+    assert_eq!(
+        get.next_json()["method"],
+        "notifications/tools/list_changed"
+    );
+
+    // DELETE ends the session.
+    assert_eq!(fx.request("DELETE", &session, None).status, 200);
+    assert_eq!(
+        fx.post(&session, &rpc(json!(6), "ping", json!({}))).status,
+        404
+    );
+}
+
+#[test]
+fn get_without_session_is_405_and_modern_only_rejects_initialize() {
+    let fx = HttpFixture::spawn(&["--era", "modern"]);
+    assert_eq!(fx.request("GET", &[], None).status, 405);
+    let init = rpc(
+        json!(1),
+        "initialize",
+        json!({"protocolVersion": "2025-11-25", "capabilities": {}}),
+    );
+    let resp = fx.post(&[], &init);
+    assert_eq!(resp.status, 400);
+    assert_eq!(resp.json()["error"]["code"], -32022);
+    assert_eq!(resp.header("mcp-session-id"), None);
+}
+
+#[test]
+fn lossless_bytes_survive_http() {
+    let fx = HttpFixture::spawn(&[]);
+    let resp = fx.post(
+        &MODERN_HEADERS,
+        &rpc(json!(1), "tools/call", modern(json!({"name": "lossless"}))),
+    );
+    assert!(resp.body.contains(r#""structuredContent":{"big":123456789012345678901234567890,"exp":1e400,"float":1.50,"neg":-0}"#));
+    assert!(
+        resp.body
+            .ends_with(r#""isError":false,"resultType":"complete"}}"#)
+    );
+}
