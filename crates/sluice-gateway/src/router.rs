@@ -355,8 +355,15 @@ impl Gateway {
         tokio::pin!(call);
         loop {
             tokio::select! {
-                outcome = &mut call => return outcome.map_err(|e| e.to_rpc()),
+                // What the upstream sent before its answer goes out first.
+                biased;
                 Some(item) = related.recv() => self.relay(ctx, item).await,
+                outcome = &mut call => {
+                    while let Ok(item) = related.try_recv() {
+                        self.relay(ctx, item).await;
+                    }
+                    return outcome.map_err(|e| e.to_rpc());
+                }
             }
         }
     }

@@ -1,0 +1,318 @@
+//! Drives the real `sluice` binary, over stdio or HTTP, against
+//! `sluice-fixture` upstreams.
+#![allow(dead_code, clippy::unwrap_used)]
+
+use std::path::PathBuf;
+use std::process::Stdio;
+use std::time::Duration;
+
+use serde_json::{Value, json};
+use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader, Lines};
+use tokio::process::{Child, ChildStdin, ChildStdout, Command};
+
+/// The longest any single wait in these tests may take; a bug fails the
+/// test instead of hanging it.
+pub const WAIT: Duration = Duration::from_secs(30);
+
+pub fn sluice_bin() -> &'static str {
+    env!("CARGO_BIN_EXE_sluice")
+}
+
+/// The fixture server, built beside sluice by a workspace build.
+pub fn fixture_bin() -> String {
+    let path = PathBuf::from(sluice_bin()).with_file_name("sluice-fixture");
+    assert!(
+        path.exists(),
+        "{} is missing: run the tests for the whole workspace (cargo nextest run --workspace)",
+        path.display()
+    );
+    path.display().to_string()
+}
+
+/// A `[[upstream]]` block running the fixture with `args`.
+pub fn fixture_upstream(name: &str, args: &[&str]) -> String {
+    let args: Vec<String> = args.iter().map(|a| format!("{a:?}")).collect();
+    format!(
+        "[[upstream]]\nname = \"{name}\"\ncommand = \"{}\"\nargs = [{}]\n",
+        fixture_bin(),
+        args.join(", ")
+    )
+}
+
+/// Writes the config into a fresh temporary directory.
+pub fn write_config(text: &str) -> (tempfile::TempDir, PathBuf) {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("sluice.toml");
+    std::fs::write(&path, text).unwrap();
+    (dir, path)
+}
+
+/// `_meta` of a 2026-07-28 request.
+pub fn modern_meta(caps: Value) -> Value {
+    json!({
+        "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+        "io.modelcontextprotocol/clientCapabilities": caps,
+        "io.modelcontextprotocol/clientInfo": {"name": "sluice-tests", "version": "0"},
+    })
+}
+
+/// sluice serving one client on stdio.
+pub struct StdioSluice {
+    pub child: Child,
+    stdin: ChildStdin,
+    lines: Lines<BufReader<ChildStdout>>,
+    /// Messages read while waiting for something else (notifications,
+    /// server-to-client requests, other responses).
+    pub seen: Vec<Value>,
+    _dir: tempfile::TempDir,
+}
+
+impl StdioSluice {
+    pub async fn start(config: &str) -> Self {
+        let (dir, path) = write_config(config);
+        let mut child = Command::new(sluice_bin())
+            .args(["serve", "--stdio", "--config"])
+            .arg(&path)
+            .env("SLUICE_LOG", "warn")
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::inherit())
+            .kill_on_drop(true)
+            .spawn()
+            .unwrap();
+        let stdin = child.stdin.take().unwrap();
+        let lines = BufReader::new(child.stdout.take().unwrap()).lines();
+        StdioSluice {
+            child,
+            stdin,
+            lines,
+            seen: Vec::new(),
+            _dir: dir,
+        }
+    }
+
+    pub async fn send(&mut self, message: Value) {
+        let mut line = serde_json::to_vec(&message).unwrap();
+        line.push(b'\n');
+        self.stdin.write_all(&line).await.unwrap();
+        self.stdin.flush().await.unwrap();
+    }
+
+    /// The next raw line.
+    pub async fn recv_line(&mut self) -> String {
+        tokio::time::timeout(WAIT, self.lines.next_line())
+            .await
+            .expect("sluice answered in time")
+            .unwrap()
+            .expect("sluice's stdout is open")
+    }
+
+    pub async fn recv(&mut self) -> Value {
+        serde_json::from_str(&self.recv_line().await).unwrap()
+    }
+
+    /// Waits for the response with `id`, keeping everything else in `seen`.
+    pub async fn response(&mut self, id: i64) -> Value {
+        let pos = self.seen.iter().position(|m| is_response(m, id));
+        if let Some(pos) = pos {
+            return self.seen.remove(pos);
+        }
+        loop {
+            let m = self.recv().await;
+            if is_response(&m, id) {
+                return m;
+            }
+            self.seen.push(m);
+        }
+    }
+
+    pub async fn request(&mut self, id: i64, method: &str, params: Value) -> Value {
+        self.send(json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}))
+            .await;
+        self.response(id).await
+    }
+
+    /// A legacy handshake declaring `capabilities`.
+    pub async fn initialize(&mut self, capabilities: Value) -> Value {
+        let r = self
+            .request(
+                0,
+                "initialize",
+                json!({"protocolVersion": "2025-11-25", "capabilities": capabilities,
+                       "clientInfo": {"name": "sluice-tests", "version": "0"}}),
+            )
+            .await;
+        self.send(json!({"jsonrpc": "2.0", "method": "notifications/initialized"}))
+            .await;
+        r
+    }
+
+    /// Calls a tool and returns the whole response.
+    pub async fn call(&mut self, id: i64, name: &str, arguments: Value) -> Value {
+        self.request(
+            id,
+            "tools/call",
+            json!({"name": name, "arguments": arguments}),
+        )
+        .await
+    }
+
+    /// Closes stdin and waits for sluice to exit.
+    pub async fn finish(mut self) -> std::process::ExitStatus {
+        drop(self.stdin);
+        tokio::time::timeout(WAIT, self.child.wait())
+            .await
+            .expect("sluice exits")
+            .unwrap()
+    }
+}
+
+pub fn is_response(m: &Value, id: i64) -> bool {
+    m.get("method").is_none() && m.get("id").and_then(Value::as_i64) == Some(id)
+}
+
+/// The text of a tool result's first content block.
+pub fn first_text(response: &Value) -> &str {
+    response["result"]["content"][0]["text"]
+        .as_str()
+        .unwrap_or_default()
+}
+
+/// Names in a list result.
+pub fn names(response: &Value, field: &str) -> Vec<String> {
+    response["result"][field]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["name"].as_str().unwrap().to_owned())
+        .collect()
+}
+
+/// sluice serving HTTP on a free loopback port.
+pub struct HttpSluice {
+    pub child: Child,
+    pub url: String,
+    pub base: String,
+    pub client: reqwest::Client,
+    _dir: tempfile::TempDir,
+}
+
+impl HttpSluice {
+    pub async fn start(config: &str) -> Self {
+        let (dir, path) = write_config(config);
+        let mut child = Command::new(sluice_bin())
+            .args(["serve", "--listen", "127.0.0.1:0", "--config"])
+            .arg(&path)
+            .env("SLUICE_LOG", "warn")
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .kill_on_drop(true)
+            .spawn()
+            .unwrap();
+        let mut stderr = BufReader::new(child.stderr.take().unwrap()).lines();
+        let url = tokio::time::timeout(WAIT, async {
+            loop {
+                let line = stderr
+                    .next_line()
+                    .await
+                    .unwrap()
+                    .expect("sluice printed its address");
+                if let Some(at) = line.find("listening on ") {
+                    return line[at + "listening on ".len()..].trim().to_owned();
+                }
+            }
+        })
+        .await
+        .expect("sluice listened in time");
+        // Keep draining stderr so sluice never blocks on a full pipe.
+        tokio::spawn(async move { while let Ok(Some(_)) = stderr.next_line().await {} });
+        let base = url.trim_end_matches("/mcp").to_owned();
+        HttpSluice {
+            child,
+            url,
+            base,
+            client: reqwest::Client::new(),
+            _dir: dir,
+        }
+    }
+
+    /// A modern POST with the headers a 2026-07-28 client sends.
+    pub async fn modern(&self, id: i64, method: &str, mut params: Value) -> reqwest::Response {
+        params["_meta"] = modern_meta(json!({}));
+        let mut req = self
+            .client
+            .post(&self.url)
+            .header("accept", "application/json, text/event-stream")
+            .header("mcp-protocol-version", "2026-07-28")
+            .header("mcp-method", method);
+        if let Some(name) = params
+            .get("name")
+            .or_else(|| params.get("uri"))
+            .and_then(Value::as_str)
+        {
+            req = req.header("mcp-name", name);
+        }
+        let body = json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params});
+        req.header("content-type", "application/json")
+            .body(body.to_string())
+            .send()
+            .await
+            .unwrap()
+    }
+
+    pub async fn health(&self) -> Value {
+        let resp = self
+            .client
+            .get(format!("{}/health", self.base))
+            .send()
+            .await
+            .unwrap();
+        serde_json::from_str(&resp.text().await.unwrap()).unwrap()
+    }
+
+    /// A POST with a JSON body and extra headers.
+    pub async fn post(&self, body: &Value, headers: &[(&str, &str)]) -> reqwest::Response {
+        let mut req = self
+            .client
+            .post(&self.url)
+            .header("accept", "application/json, text/event-stream")
+            .header("content-type", "application/json");
+        for (k, v) in headers {
+            req = req.header(*k, *v);
+        }
+        req.body(body.to_string()).send().await.unwrap()
+    }
+
+    /// Polls `/health` until `check` holds (bounded).
+    pub async fn wait_health(&self, check: impl Fn(&Value) -> bool) -> Value {
+        for _ in 0..150 {
+            let h = self.health().await;
+            if check(&h) {
+                return h;
+            }
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+        panic!("health never satisfied the check: {}", self.health().await);
+    }
+}
+
+/// Reads a response body that may be JSON or SSE into its JSON-RPC
+/// messages, in order.
+pub async fn messages(resp: reqwest::Response) -> Vec<Value> {
+    let sse = resp
+        .headers()
+        .get("content-type")
+        .is_some_and(|v| v.to_str().unwrap().starts_with("text/event-stream"));
+    let body = tokio::time::timeout(WAIT, resp.text())
+        .await
+        .expect("body in time")
+        .unwrap();
+    if !sse {
+        return vec![serde_json::from_str(&body).unwrap()];
+    }
+    body.lines()
+        .filter_map(|l| l.strip_prefix("data:"))
+        .map(|d| serde_json::from_str(d.trim()).unwrap())
+        .collect()
+}

@@ -1,0 +1,454 @@
+//! sluice over stdio, against fixture upstreams that paginate, crash, hang,
+//! write garbage, report progress and ask for sampling.
+#![allow(clippy::unwrap_used)]
+
+mod common;
+
+use std::collections::BTreeSet;
+
+use common::*;
+use serde_json::{Value, json};
+
+/// The fixture's ten fixed tools.
+const FIXED_TOOLS: [&str; 10] = [
+    "echo", "lossless", "crash", "hang", "garbage", "progress", "sample", "add_tool", "big", "slow",
+];
+
+fn two_upstreams() -> String {
+    format!(
+        "[server]\nrequest_timeout = \"2s\"\n{}{}",
+        fixture_upstream(
+            "fx",
+            &["--tools", "25", "--page-size", "7", "--resources", "12"]
+        ),
+        fixture_upstream(
+            "leg",
+            &["--era", "legacy", "--tools", "3", "--page-size", "2"]
+        ),
+    )
+}
+
+fn expected_tools(upstream: &str, generated: usize) -> BTreeSet<String> {
+    FIXED_TOOLS
+        .iter()
+        .map(|t| format!("{upstream}__{t}"))
+        .chain((0..generated).map(|i| format!("{upstream}__gen_{i:04}")))
+        .collect()
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn every_page_of_every_upstream_is_served_once_and_calls_route_back() {
+    let mut s = StdioSluice::start(&two_upstreams()).await;
+    s.initialize(json!({})).await;
+
+    let tools = s.request(1, "tools/list", json!({})).await;
+    let got: Vec<String> = names(&tools, "tools");
+    let unique: BTreeSet<String> = got.iter().cloned().collect();
+    assert_eq!(got.len(), unique.len(), "no tool twice");
+    let mut want = expected_tools("fx", 25);
+    want.extend(expected_tools("leg", 3));
+    assert_eq!(unique, want);
+    assert!(tools["result"].get("nextCursor").is_none());
+
+    let resources = s.request(2, "resources/list", json!({})).await;
+    let uris: Vec<&str> = resources["result"]["resources"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["uri"].as_str().unwrap())
+        .collect();
+    let want: Vec<String> = (0..12).map(|i| format!("fixture://res/{i:04}")).collect();
+    assert_eq!(uris, want);
+
+    let prompts = s.request(3, "prompts/list", json!({})).await;
+    assert_eq!(names(&prompts, "prompts"), ["fx__greet", "leg__greet"]);
+
+    // Calls reach the right upstream under the original name.
+    let r = s.call(4, "fx__echo", json!({"text": "to fx"})).await;
+    assert_eq!(first_text(&r), "to fx");
+    let r = s.call(5, "leg__gen_0002", json!({})).await;
+    assert!(r.get("result").is_some(), "{r}");
+    let r = s
+        .request(
+            6,
+            "prompts/get",
+            json!({"name": "leg__greet", "arguments": {"name": "Ada"}}),
+        )
+        .await;
+    assert!(
+        r["result"]["messages"][0]["content"]["text"]
+            .as_str()
+            .unwrap()
+            .contains("Ada"),
+        "{r}"
+    );
+    let r = s
+        .request(7, "resources/read", json!({"uri": "fixture://res/0011"}))
+        .await;
+    assert_eq!(r["result"]["contents"][0]["text"], json!("resource 0011"));
+    // A URI no list names is routed by the first matching template.
+    let r = s
+        .request(8, "resources/read", json!({"uri": "fixture://item/abc"}))
+        .await;
+    assert_eq!(r["result"]["contents"][0]["text"], json!("item abc"));
+
+    // Unknown names are -32602, and name the tool.
+    let r = s.call(9, "nope__echo", json!({})).await;
+    assert_eq!(r["error"]["code"], json!(-32602));
+    assert!(
+        r["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("nope__echo")
+    );
+    let r = s.request(10, "no/such/method", json!({})).await;
+    assert_eq!(r["error"]["code"], json!(-32601));
+
+    assert!(s.finish().await.success());
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn results_and_definitions_pass_through_losslessly() {
+    let mut s = StdioSluice::start(&fixture_upstream("fx", &["--era", "legacy"])).await;
+    s.initialize(json!({})).await;
+    s.send(json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": "fx__lossless", "arguments": {}}}))
+        .await;
+    let line = loop {
+        let line = s.recv_line().await;
+        if line.contains("\"id\":1") {
+            break line;
+        }
+    };
+    // Key order, unknown fields and content types, big integers, number
+    // spellings and _meta arrive as the upstream wrote them. serde_json
+    // spells an exponent's sign out (1e400 -> 1e+400): same number.
+    let upstream = r#"{"content":[{"type":"text","text":"kept","x-extra":1},{"type":"hologram","frames":[1,2,3]}],"structuredContent":{"big":123456789012345678901234567890,"exp":1e400,"float":1.50,"neg":-0},"x-vendor":{"nested":[true,null]},"_meta":{"x.example/trace":"abc"},"isError":false}"#;
+    let expected = format!(
+        r#"{{"jsonrpc":"2.0","id":1,"result":{}}}"#,
+        upstream.replace("1e400", "1e+400")
+    );
+    assert_eq!(line, expected);
+
+    let tools = s.request(2, "tools/list", json!({})).await;
+    let lossless = tools["result"]["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|t| t["name"] == json!("fx__lossless"))
+        .unwrap()
+        .clone();
+    assert_eq!(lossless["execution"], json!({"taskSupport": "optional"}));
+    assert_eq!(lossless["x-future"], json!({"a": 1}));
+    assert_eq!(lossless["annotations"]["x-hint"], json!(true));
+    assert_eq!(lossless["_meta"], json!({"x.example/tool": "lossless"}));
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn modern_clients_get_modern_results_from_a_legacy_upstream() {
+    let mut s = StdioSluice::start(&fixture_upstream("leg", &["--era", "legacy"])).await;
+    let meta = modern_meta(json!({}));
+    let d = s
+        .request(1, "server/discover", json!({"_meta": meta}))
+        .await;
+    let r = &d["result"];
+    assert_eq!(r["resultType"], json!("complete"));
+    assert_eq!(
+        r["supportedVersions"],
+        json!(["2026-07-28", "2025-11-25", "2025-06-18", "2025-03-26"])
+    );
+    assert!(r["ttlMs"].is_u64() && r["cacheScope"].is_string());
+    assert_eq!(
+        r["_meta"]["io.modelcontextprotocol/serverInfo"]["name"],
+        json!("sluice")
+    );
+    let list = s.request(2, "tools/list", json!({"_meta": meta})).await;
+    assert_eq!(list["result"]["resultType"], json!("complete"));
+    assert_eq!(list["result"]["ttlMs"], json!(0));
+    assert_eq!(list["result"]["cacheScope"], json!("public"));
+    let call = s.call_modern(3, "leg__echo", json!({"text": "x"})).await;
+    assert_eq!(call["result"]["resultType"], json!("complete"));
+    assert_eq!(first_text(&call), "x");
+    let read = s
+        .request(
+            4,
+            "resources/read",
+            json!({"uri": "fixture://nope", "_meta": meta}),
+        )
+        .await;
+    assert_eq!(
+        read["error"]["code"],
+        json!(-32602),
+        "-32002 becomes -32602 for modern clients: {read}"
+    );
+    // Unsupported version and missing capabilities.
+    let mut bad = meta.clone();
+    bad["io.modelcontextprotocol/protocolVersion"] = json!("2099-01-01");
+    let r = s.request(5, "tools/list", json!({"_meta": bad})).await;
+    assert_eq!(r["error"]["code"], json!(-32022));
+    assert_eq!(r["error"]["data"]["requested"], json!("2099-01-01"));
+    let mut bad = meta.clone();
+    bad.as_object_mut()
+        .unwrap()
+        .remove("io.modelcontextprotocol/clientCapabilities");
+    let r = s.request(6, "tools/list", json!({"_meta": bad})).await;
+    assert_eq!(r["error"]["code"], json!(-32602));
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn legacy_clients_get_no_modern_fields_from_a_modern_upstream() {
+    let mut s = StdioSluice::start(&fixture_upstream("mod", &["--era", "modern"])).await;
+    s.initialize(json!({})).await;
+    let list = s.request(1, "tools/list", json!({})).await;
+    assert!(list["result"].get("resultType").is_none());
+    assert!(list["result"].get("ttlMs").is_none());
+    let call = s.call(2, "mod__echo", json!({"text": "y"})).await;
+    assert_eq!(
+        call["result"],
+        json!({"content": [{"type": "text", "text": "y"}]})
+    );
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_crash_mid_call_fails_that_call_and_the_upstream_comes_back() {
+    let mut s = StdioSluice::start(&two_upstreams()).await;
+    s.initialize(json!({})).await;
+    let r = s.call(1, "fx__crash", json!({})).await;
+    assert_eq!(r["error"]["code"], json!(-32004), "{r}");
+    assert_eq!(r["error"]["data"], json!({"upstream": "fx"}));
+    assert!(r["error"]["message"].as_str().unwrap().contains("\"fx\""));
+    // The other upstream never noticed.
+    let r = s.call(2, "leg__echo", json!({"text": "still here"})).await;
+    assert_eq!(first_text(&r), "still here");
+    // The crashed one is restarted with backoff and serves again.
+    let mut id = 100;
+    loop {
+        id += 1;
+        let r = s.call(id, "fx__echo", json!({"text": "back"})).await;
+        if first_text(&r) == "back" {
+            break;
+        }
+        assert_eq!(
+            r["error"]["code"],
+            json!(-32001),
+            "only 'unavailable' while restarting: {r}"
+        );
+        assert!(id < 200, "fx did not come back");
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_hung_call_times_out_while_the_rest_keeps_serving() {
+    let mut s = StdioSluice::start(&two_upstreams()).await;
+    s.initialize(json!({})).await;
+    s.send(json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": "fx__hang", "arguments": {}}}))
+        .await;
+    // Answered while the hang is pending, on both upstreams.
+    let r = s.call(2, "fx__echo", json!({"text": "fx"})).await;
+    assert_eq!(first_text(&r), "fx");
+    let r = s.call(3, "leg__echo", json!({"text": "leg"})).await;
+    assert_eq!(first_text(&r), "leg");
+    assert!(
+        s.seen.iter().all(|m| !is_response(m, 1)),
+        "the hang is not answered early"
+    );
+    let r = s.response(1).await;
+    assert_eq!(r["error"]["code"], json!(-32003), "{r}");
+    assert_eq!(r["error"]["data"], json!({"upstream": "fx"}));
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn garbage_on_stdout_is_skipped() {
+    let mut s = StdioSluice::start(&fixture_upstream("fx", &["--start", "garbage"])).await;
+    s.initialize(json!({})).await;
+    let r = s.call(1, "fx__garbage", json!({})).await;
+    assert_eq!(first_text(&r), "after garbage");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn an_upstream_that_cannot_start_does_not_stop_the_others() {
+    let config = format!(
+        "{}{}",
+        fixture_upstream("dead", &["--start", "crash"]),
+        fixture_upstream("ok", &[])
+    );
+    let mut s = StdioSluice::start(&config).await;
+    s.initialize(json!({})).await;
+    let tools = s.request(1, "tools/list", json!({})).await;
+    let got: BTreeSet<String> = names(&tools, "tools").into_iter().collect();
+    assert_eq!(got, expected_tools("ok", 0));
+    let r = s.call(2, "ok__echo", json!({"text": "fine"})).await;
+    assert_eq!(first_text(&r), "fine");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn progress_reaches_the_client_with_its_own_token() {
+    let mut s = StdioSluice::start(&fixture_upstream("fx", &[])).await;
+    s.initialize(json!({})).await;
+    let r = s
+        .request(
+            1,
+            "tools/call",
+            json!({"name": "fx__progress", "arguments": {"steps": 3, "delay_ms": 10}, "_meta": {"progressToken": "tok-1"}}),
+        )
+        .await;
+    assert_eq!(first_text(&r), "done");
+    let progress: Vec<&Value> = s
+        .seen
+        .iter()
+        .filter(|m| m["method"] == json!("notifications/progress"))
+        .collect();
+    assert_eq!(progress.len(), 3, "{:?}", s.seen);
+    for (i, p) in progress.iter().enumerate() {
+        assert_eq!(p["params"]["progressToken"], json!("tok-1"));
+        assert_eq!(p["params"]["progress"], json!(i + 1));
+    }
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn sampling_from_a_legacy_upstream_reaches_a_legacy_client() {
+    let mut s = StdioSluice::start(&fixture_upstream("leg", &["--era", "legacy"])).await;
+    s.initialize(json!({"sampling": {}})).await;
+    s.send(json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": "leg__sample", "arguments": {"prompt": "ping?"}}}))
+        .await;
+    let request = loop {
+        let m = s.recv().await;
+        if m.get("id").is_some() {
+            break m;
+        }
+        assert!(
+            m["method"].as_str().unwrap().ends_with("list_changed"),
+            "{m}"
+        );
+    };
+    assert_eq!(
+        request["method"],
+        json!("sampling/createMessage"),
+        "{request}"
+    );
+    assert_eq!(
+        request["params"]["messages"][0]["content"]["text"],
+        json!("ping?")
+    );
+    s.send(json!({"jsonrpc": "2.0", "id": request["id"], "result": {
+        "role": "assistant", "content": {"type": "text", "text": "pong!"}, "model": "test", "stopReason": "endTurn"}}))
+        .await;
+    let r = s.response(1).await;
+    assert!(first_text(&r).contains("pong!"), "{r}");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_client_without_sampling_gets_a_refusal_not_a_hang() {
+    let mut s = StdioSluice::start(&fixture_upstream("leg", &["--era", "legacy"])).await;
+    s.initialize(json!({})).await;
+    let r = s.call(1, "leg__sample", json!({"prompt": "x"})).await;
+    assert_eq!(r["result"]["isError"], json!(true), "{r}");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_cancelled_call_gets_no_answer_and_others_continue() {
+    let mut s = StdioSluice::start(&fixture_upstream("fx", &[])).await;
+    s.initialize(json!({})).await;
+    s.send(json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": "fx__slow", "arguments": {"ms": 1500}}}))
+        .await;
+    s.send(json!({"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": 1, "reason": "test"}}))
+        .await;
+    // Past the slow call's natural end, still no answer for id 1.
+    tokio::time::sleep(std::time::Duration::from_millis(2000)).await;
+    let r = s.request(2, "ping", json!({})).await;
+    assert_eq!(r["result"], json!({}));
+    assert!(s.seen.iter().all(|m| !is_response(m, 1)), "{:?}", s.seen);
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn list_changed_upstream_refreshes_the_catalog_and_tells_the_client() {
+    let mut s = StdioSluice::start(&fixture_upstream("leg", &["--era", "legacy"])).await;
+    s.initialize(json!({})).await;
+    let before = s.request(10, "tools/list", json!({})).await;
+    assert!(!names(&before, "tools").contains(&"leg__added_0".to_owned()));
+    s.seen.clear();
+    let r = s.call(1, "leg__add_tool", json!({})).await;
+    assert!(r.get("result").is_some(), "{r}");
+    // Each list_changed is followed by a re-list; the new tool must show
+    // up after one of them (a list_changed from start-up may come first).
+    let mut id = 100;
+    loop {
+        let changed = s
+            .seen
+            .iter()
+            .position(|m| m["method"] == json!("notifications/tools/list_changed"));
+        match changed {
+            Some(pos) => {
+                s.seen.remove(pos);
+            }
+            None => {
+                let m = s.recv().await;
+                s.seen.push(m);
+                continue;
+            }
+        }
+        id += 1;
+        let tools = s.request(id, "tools/list", json!({})).await;
+        if names(&tools, "tools").contains(&"leg__added_0".to_owned()) {
+            break;
+        }
+        assert!(id < 110, "the new tool never appeared");
+    }
+    let r = s.call(3, "leg__added_0", json!({})).await;
+    assert!(r.get("result").is_some(), "{r}");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn an_incomplete_catalog_read_serves_nothing_rather_than_a_partial_list() {
+    let config = format!(
+        "{}{}",
+        fixture_upstream(
+            "loop",
+            &[
+                "--tools",
+                "30",
+                "--page-size",
+                "5",
+                "--cursor-mode",
+                "cycle"
+            ]
+        ),
+        fixture_upstream("ok", &[])
+    );
+    let mut s = StdioSluice::start(&config).await;
+    s.initialize(json!({})).await;
+    let tools = s.request(1, "tools/list", json!({})).await;
+    let got: BTreeSet<String> = names(&tools, "tools").into_iter().collect();
+    assert_eq!(
+        got,
+        expected_tools("ok", 0),
+        "no tool of the cycling upstream is served"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn an_empty_string_cursor_is_followed() {
+    let config = fixture_upstream(
+        "e",
+        &[
+            "--tools",
+            "6",
+            "--page-size",
+            "4",
+            "--cursor-mode",
+            "empty-string",
+        ],
+    );
+    let mut s = StdioSluice::start(&config).await;
+    s.initialize(json!({})).await;
+    let tools = s.request(1, "tools/list", json!({})).await;
+    let got: BTreeSet<String> = names(&tools, "tools").into_iter().collect();
+    assert_eq!(got, expected_tools("e", 6));
+}
+
+impl StdioSluice {
+    async fn call_modern(&mut self, id: i64, name: &str, arguments: Value) -> Value {
+        let params = json!({"name": name, "arguments": arguments, "_meta": modern_meta(json!({}))});
+        self.request(id, "tools/call", params).await
+    }
+}
