@@ -1,0 +1,151 @@
+//! The command line: configuration errors, usage errors, mcp.json, and
+//! shutdown.
+#![allow(clippy::unwrap_used)]
+
+mod common;
+
+use std::process::{Command, Stdio};
+use std::time::Duration;
+
+use common::*;
+use serde_json::json;
+
+fn sluice(args: &[&str]) -> std::process::Output {
+    Command::new(sluice_bin()).args(args).output().unwrap()
+}
+
+#[test]
+fn config_check_accepts_a_valid_config() {
+    let (_dir, path) = write_config(&fixture_upstream("fx", &[]));
+    let out = sluice(&["config", "check", "--config", path.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(0));
+    assert_eq!(
+        String::from_utf8_lossy(&out.stdout),
+        "ok: 1 upstream(s): fx\n"
+    );
+}
+
+#[test]
+fn config_check_lists_every_problem_and_exits_78() {
+    let (_dir, path) = write_config(
+        "[server]\nrequest_timeout = \"0s\"\nlisten = \"nowhere\"\n\n[[upstream]]\nname = \"Bad\"\ncommand = \"x\"\n\n[[upstream]]\nname = \"h\"\nurl = \"http://127.0.0.1:1/mcp\"\nheaders = { A = \"${SLUICE_TEST_SURELY_UNSET}\" }\n",
+    );
+    let p = path.to_str().unwrap();
+    let out = sluice(&["config", "check", "--config", p]);
+    assert_eq!(out.status.code(), Some(78));
+    let err = String::from_utf8_lossy(&out.stderr);
+    let lines: Vec<&str> = err.lines().collect();
+    assert_eq!(lines.len(), 5, "{err}");
+    let expected = [
+        format!("{p}:3:10: server.listen: \"nowhere\" is not an IP:port address"),
+        format!("{p}:2:19: server.request_timeout: \"0s\" is out of range: must be 1s to 3600s"),
+        format!("{p}:6:8: upstream[0].name: \"Bad\": must be 1 to 64 characters from [a-z0-9_-]"),
+        format!(
+            "{p}:12:17: upstream[1].headers.A: refers to ${{SLUICE_TEST_SURELY_UNSET}}, which is not set"
+        ),
+        "sluice: 4 configuration problem(s); nothing was started".to_owned(),
+    ];
+    for want in &expected {
+        assert!(
+            lines.iter().any(|l| l.starts_with(want.as_str())),
+            "missing {want:?} in:\n{err}"
+        );
+    }
+    // `serve` refuses to start on the same errors.
+    let out = sluice(&["serve", "--config", p]);
+    assert_eq!(out.status.code(), Some(78));
+}
+
+#[test]
+fn unknown_keys_and_missing_files_are_configuration_errors() {
+    let (_dir, path) = write_config("[server]\nlisen = \"127.0.0.1:1\"\n");
+    let out = sluice(&["config", "check", "--config", path.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(78));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("unknown field `lisen`"));
+    let out = sluice(&["config", "check", "--config", "/nonexistent/sluice.toml"]);
+    assert_eq!(out.status.code(), Some(78));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("cannot read the configuration"));
+}
+
+#[test]
+fn usage_errors_exit_64_and_help_exits_0() {
+    assert_eq!(sluice(&["serve", "--no-such-flag"]).status.code(), Some(64));
+    assert_eq!(sluice(&["frobnicate"]).status.code(), Some(64));
+    assert_eq!(sluice(&["--help"]).status.code(), Some(0));
+    let v = sluice(&["--version"]);
+    assert_eq!(v.status.code(), Some(0));
+    assert_eq!(
+        String::from_utf8_lossy(&v.stdout).trim(),
+        format!("sluice {}", env!("CARGO_PKG_VERSION"))
+    );
+}
+
+#[test]
+fn mcp_json_files_are_accepted() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("mcp.json");
+    let doc = json!({"mcpServers": {
+        "My Fixture": {"command": fixture_bin(), "args": ["--era", "legacy"]},
+        "remote": {"url": "http://127.0.0.1:9/mcp"},
+        "off": {"command": "nothing", "disabled": true}
+    }});
+    std::fs::write(&path, doc.to_string()).unwrap();
+    let out = sluice(&["config", "check", "--mcp-json", path.to_str().unwrap()]);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(
+        String::from_utf8_lossy(&out.stdout),
+        "ok: 2 upstream(s): my-fixture, remote\n"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn sigterm_ends_every_child_even_one_that_ignores_eof() {
+    let dir = tempfile::tempdir().unwrap();
+    let pidfile = dir.path().join("child.pid");
+    // A child that records its pid, and that stays alive after its stdin
+    // closes (like server-everything 2025.12.18): only a signal ends it.
+    let script = format!(
+        "echo $$ > {}; exec {} --start hang",
+        pidfile.display(),
+        fixture_bin()
+    );
+    let config = format!(
+        "[server]\nshutdown_grace = \"1s\"\nstartup_timeout = \"2s\"\n[[upstream]]\nname = \"stubborn\"\ncommand = \"sh\"\nargs = [\"-c\", {script:?}]\n"
+    );
+    let s = HttpSluice::start(&config).await;
+    let mut pid = String::new();
+    for _ in 0..100 {
+        pid = std::fs::read_to_string(&pidfile)
+            .unwrap_or_default()
+            .trim()
+            .to_owned();
+        if !pid.is_empty() {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    assert!(!pid.is_empty(), "the child started");
+    let proc_dir = std::path::PathBuf::from(format!("/proc/{pid}"));
+    assert!(proc_dir.exists());
+    let sluice_pid = s.child.id().unwrap().to_string();
+    let status = Command::new("kill")
+        .args(["-TERM", &sluice_pid])
+        .stdout(Stdio::null())
+        .status()
+        .unwrap();
+    assert!(status.success());
+    let mut child = s.child;
+    let exit = tokio::time::timeout(WAIT, child.wait())
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(exit.code(), Some(0));
+    // A zombie counts as gone: its /proc entry says state Z.
+    let alive = std::fs::read_to_string(proc_dir.join("stat")).is_ok_and(|s| !s.contains(") Z "));
+    assert!(!alive, "the child {pid} outlived sluice");
+}

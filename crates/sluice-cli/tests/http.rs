@@ -1,0 +1,439 @@
+//! sluice over Streamable HTTP: both eras on one endpoint, the guards, the
+//! session lifecycle, health, and HTTP upstreams of both eras.
+#![allow(clippy::unwrap_used)]
+
+mod common;
+
+use std::process::Stdio;
+use std::time::Duration;
+
+use common::*;
+use serde_json::{Value, json};
+use tokio::io::{AsyncBufReadExt, BufReader};
+
+fn config(extra_server: &str, upstreams: &str) -> String {
+    format!("[server]\nrequest_timeout = \"2s\"\n{extra_server}\n{upstreams}")
+}
+
+async fn body(resp: reqwest::Response) -> Value {
+    messages(resp).await.pop().unwrap()
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn modern_requests_are_stateless_and_carry_modern_fields() {
+    let s = HttpSluice::start(&config("", &fixture_upstream("fx", &["--era", "legacy"]))).await;
+    let resp = s.modern(1, "tools/list", json!({})).await;
+    assert_eq!(resp.status(), 200);
+    assert!(
+        resp.headers().get("mcp-session-id").is_none(),
+        "no session in 2026-07-28"
+    );
+    assert_eq!(resp.headers()["content-type"], "application/json");
+    let r = body(resp).await;
+    assert_eq!(r["result"]["resultType"], json!("complete"));
+    assert_eq!(r["result"]["tools"].as_array().unwrap().len(), 10);
+    let r = body(
+        s.modern(
+            2,
+            "tools/call",
+            json!({"name": "fx__echo", "arguments": {"text": "hi"}}),
+        )
+        .await,
+    )
+    .await;
+    assert_eq!(first_text(&r), "hi");
+    assert_eq!(r["result"]["resultType"], json!("complete"));
+    // An unknown method is 404 with -32601 in 2026-07-28.
+    let resp = s.modern(3, "no/such", json!({})).await;
+    assert_eq!(resp.status(), 404);
+    assert_eq!(body(resp).await["error"]["code"], json!(-32601));
+    // No GET stream without a session.
+    let resp = s
+        .client
+        .get(&s.url)
+        .header("accept", "text/event-stream")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(resp.status(), 405);
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn progress_switches_the_answer_to_sse() {
+    let s = HttpSluice::start(&config("", &fixture_upstream("fx", &[]))).await;
+    let resp = s
+        .modern(
+            1,
+            "tools/call",
+            json!({"name": "fx__progress", "arguments": {"steps": 2, "delay_ms": 10}}),
+        )
+        .await;
+    // Without a progress token nothing precedes the result: plain JSON.
+    assert_eq!(resp.headers()["content-type"], "application/json");
+    let mut params = json!({"name": "fx__progress", "arguments": {"steps": 2, "delay_ms": 10}});
+    params["_meta"] = modern_meta(json!({}));
+    params["_meta"]["progressToken"] = json!(77);
+    let resp = s
+        .post(
+            &json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": params}),
+            &[
+                ("mcp-protocol-version", "2026-07-28"),
+                ("mcp-method", "tools/call"),
+                ("mcp-name", "fx__progress"),
+            ],
+        )
+        .await;
+    assert!(
+        resp.headers()["content-type"]
+            .to_str()
+            .unwrap()
+            .starts_with("text/event-stream")
+    );
+    let all = messages(resp).await;
+    assert_eq!(all.len(), 3, "{all:?}");
+    assert_eq!(all[0]["params"]["progressToken"], json!(77));
+    assert_eq!(all[1]["params"]["progress"], json!(2));
+    assert_eq!(first_text(&all[2]), "done");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn the_guards_refuse_before_dispatch() {
+    let s = HttpSluice::start(&config("", &fixture_upstream("fx", &[]))).await;
+    let list = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/list", "params": {"_meta": modern_meta(json!({}))}});
+    let modern_headers = [
+        ("mcp-protocol-version", "2026-07-28"),
+        ("mcp-method", "tools/list"),
+    ];
+
+    let mut h = modern_headers.to_vec();
+    h.push(("origin", "http://evil.example.com"));
+    assert_eq!(s.post(&list, &h).await.status(), 403);
+    let resp = s
+        .client
+        .post(&s.url)
+        .header("host", "evil.example.com")
+        .body(list.to_string())
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(resp.status(), 403);
+    let mut h = modern_headers.to_vec();
+    h.push(("origin", "http://localhost:6274"));
+    assert_eq!(s.post(&list, &h).await.status(), 200);
+
+    // Headers must mirror the body.
+    let resp = s.post(&list, &[("mcp-method", "tools/list")]).await;
+    assert_eq!(resp.status(), 400);
+    assert_eq!(body(resp).await["error"]["code"], json!(-32020));
+    let resp = s
+        .post(
+            &list,
+            &[
+                ("mcp-protocol-version", "2026-07-28"),
+                ("mcp-method", "prompts/list"),
+            ],
+        )
+        .await;
+    assert_eq!(resp.status(), 400);
+    assert_eq!(body(resp).await["error"]["code"], json!(-32020));
+    // Unsupported version: -32022 with the supported list.
+    let mut old = list.clone();
+    old["params"]["_meta"]["io.modelcontextprotocol/protocolVersion"] = json!("2099-01-01");
+    let resp = s.post(&old, &modern_headers).await;
+    assert_eq!(resp.status(), 400);
+    let e = body(resp).await;
+    assert_eq!(e["error"]["code"], json!(-32022));
+    assert_eq!(e["error"]["data"]["supported"][0], json!("2026-07-28"));
+    // Missing client capabilities: -32602.
+    let mut no_caps = list.clone();
+    no_caps["params"]["_meta"]
+        .as_object_mut()
+        .unwrap()
+        .remove("io.modelcontextprotocol/clientCapabilities");
+    let resp = s.post(&no_caps, &modern_headers).await;
+    assert_eq!(resp.status(), 400);
+    assert_eq!(body(resp).await["error"]["code"], json!(-32602));
+    // Not JSON, and batches.
+    let resp = s.client.post(&s.url).body("{nope").send().await.unwrap();
+    assert_eq!(resp.status(), 400);
+    assert_eq!(body(resp).await["error"]["code"], json!(-32700));
+    let resp = s.post(&json!([list]), &[]).await;
+    assert_eq!(resp.status(), 400);
+    assert_eq!(body(resp).await["error"]["code"], json!(-32600));
+    // Legacy traffic without a session.
+    let legacy = json!({"jsonrpc": "2.0", "id": 2, "method": "tools/list"});
+    assert_eq!(s.post(&legacy, &[]).await.status(), 400);
+    assert_eq!(
+        s.post(&legacy, &[("mcp-session-id", "not-a-session")])
+            .await
+            .status(),
+        404
+    );
+}
+
+async fn initialize(s: &HttpSluice, caps: Value) -> String {
+    let init = json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
+        "protocolVersion": "2025-11-25", "capabilities": caps, "clientInfo": {"name": "t", "version": "0"}}});
+    let resp = s.post(&init, &[]).await;
+    assert_eq!(resp.status(), 200);
+    let session = resp.headers()["mcp-session-id"]
+        .to_str()
+        .unwrap()
+        .to_owned();
+    let r = body(resp).await;
+    assert_eq!(r["result"]["protocolVersion"], json!("2025-11-25"));
+    let note = json!({"jsonrpc": "2.0", "method": "notifications/initialized"});
+    let resp = s
+        .post(
+            &note,
+            &[
+                ("mcp-session-id", &session),
+                ("mcp-protocol-version", "2025-11-25"),
+            ],
+        )
+        .await;
+    assert_eq!(resp.status(), 202);
+    session
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_legacy_session_lives_from_initialize_to_delete() {
+    let s = HttpSluice::start(&config("", &fixture_upstream("fx", &["--era", "modern"]))).await;
+    let session = initialize(&s, json!({})).await;
+    let h = [
+        ("mcp-session-id", session.as_str()),
+        ("mcp-protocol-version", "2025-11-25"),
+    ];
+    let r = body(
+        s.post(
+            &json!({"jsonrpc": "2.0", "id": 1, "method": "tools/list"}),
+            &h,
+        )
+        .await,
+    )
+    .await;
+    assert_eq!(r["result"]["tools"].as_array().unwrap().len(), 10);
+    assert!(
+        r["result"].get("resultType").is_none(),
+        "legacy results carry no resultType"
+    );
+    let call = json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {"name": "fx__echo", "arguments": {"text": "s"}}});
+    assert_eq!(first_text(&body(s.post(&call, &h).await).await), "s");
+    // An unsupported legacy version header is 400.
+    let resp = s
+        .post(
+            &call,
+            &[
+                ("mcp-session-id", session.as_str()),
+                ("mcp-protocol-version", "1999-01-01"),
+            ],
+        )
+        .await;
+    assert_eq!(resp.status(), 400);
+    // The GET stream opens.
+    let get = s
+        .client
+        .get(&s.url)
+        .header("accept", "text/event-stream")
+        .header("mcp-session-id", &session)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(get.status(), 200);
+    drop(get);
+    // DELETE ends it; then the id is unknown.
+    let del = s
+        .client
+        .delete(&s.url)
+        .header("mcp-session-id", &session)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(del.status(), 200);
+    assert_eq!(s.post(&call, &h).await.status(), 404);
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn idle_sessions_expire() {
+    let s = HttpSluice::start(&config(
+        "session_idle_timeout = \"1s\"",
+        &fixture_upstream("fx", &[]),
+    ))
+    .await;
+    let session = initialize(&s, json!({})).await;
+    let h = [("mcp-session-id", session.as_str())];
+    let ping = json!({"jsonrpc": "2.0", "id": 1, "method": "ping"});
+    assert_eq!(s.post(&ping, &h).await.status(), 200);
+    let mut expired = false;
+    for _ in 0..40 {
+        tokio::time::sleep(Duration::from_millis(250)).await;
+        if s.post(&json!({"jsonrpc": "2.0", "method": "notifications/x"}), &[])
+            .await
+            .status()
+            == 202
+            && s.client
+                .delete(&s.url)
+                .header("mcp-session-id", &session)
+                .send()
+                .await
+                .unwrap()
+                .status()
+                == 404
+        {
+            expired = true;
+            break;
+        }
+    }
+    assert!(expired, "an idle session must be closed");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn list_changed_reaches_the_legacy_get_stream() {
+    let s = HttpSluice::start(&config("", &fixture_upstream("fx", &["--era", "legacy"]))).await;
+    let session = initialize(&s, json!({})).await;
+    let h = [("mcp-session-id", session.as_str())];
+    let _ = s
+        .post(
+            &json!({"jsonrpc": "2.0", "id": 1, "method": "tools/list"}),
+            &h,
+        )
+        .await;
+    let get = s
+        .client
+        .get(&s.url)
+        .header("accept", "text/event-stream")
+        .header("mcp-session-id", &session)
+        .send()
+        .await
+        .unwrap();
+    let call = json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {"name": "fx__add_tool", "arguments": {}}});
+    assert!(body(s.post(&call, &h).await).await.get("result").is_some());
+    let mut stream = get.bytes_stream();
+    use futures::StreamExt;
+    let mut seen = String::new();
+    tokio::time::timeout(WAIT, async {
+        while let Some(chunk) = stream.next().await {
+            seen.push_str(&String::from_utf8_lossy(&chunk.unwrap()));
+            if seen.contains("notifications/tools/list_changed") {
+                return;
+            }
+        }
+    })
+    .await
+    .expect("list_changed on the GET stream");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn health_shows_the_version_and_each_upstream() {
+    let config = config(
+        "",
+        &format!(
+            "{}{}",
+            fixture_upstream("ok", &[]),
+            fixture_upstream("dead", &["--start", "crash"])
+        ),
+    );
+    let s = HttpSluice::start(&config).await;
+    let h = s
+        .wait_health(|h| {
+            h["upstreams"]["ok"]["state"] == json!("ready")
+                && h["upstreams"]["dead"]["last_error"].is_string()
+        })
+        .await;
+    assert_eq!(h["version"], json!(env!("CARGO_PKG_VERSION")));
+    assert_eq!(h["status"], json!("degraded"));
+    assert_eq!(h["upstreams"]["ok"]["tools"], json!(10));
+    assert_eq!(h["upstreams"]["ok"]["catalog"], json!("complete"));
+    assert!(matches!(
+        h["upstreams"]["dead"]["state"].as_str(),
+        Some("failed" | "restarting" | "starting")
+    ));
+    // Nothing about how upstreams are reached.
+    assert!(!h.to_string().contains("sluice-fixture"), "{h}");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn http_upstreams_of_both_eras() {
+    let mut modern = spawn_http_fixture(&["--era", "modern"]).await;
+    let mut legacy = spawn_http_fixture(&["--era", "legacy"]).await;
+    let upstreams = format!(
+        "[[upstream]]\nname = \"hm\"\nurl = \"{}\"\nheaders = {{ X-Test = \"1\" }}\n[[upstream]]\nname = \"hl\"\nurl = \"{}\"\n",
+        modern.1, legacy.1
+    );
+    let s = HttpSluice::start(&config("", &upstreams)).await;
+    let h = s
+        .wait_health(|h| {
+            h["upstreams"]["hm"]["state"] == json!("ready")
+                && h["upstreams"]["hl"]["state"] == json!("ready")
+        })
+        .await;
+    assert_eq!(h["upstreams"]["hm"]["era"], json!("modern"));
+    assert_eq!(h["upstreams"]["hl"]["era"], json!("legacy"));
+    for up in ["hm", "hl"] {
+        let r = body(
+            s.modern(
+                1,
+                "tools/call",
+                json!({"name": format!("{up}__echo"), "arguments": {"text": up}}),
+            )
+            .await,
+        )
+        .await;
+        assert_eq!(first_text(&r), up);
+    }
+    // Progress from an HTTP upstream's SSE answer reaches the client.
+    let mut params = json!({"name": "hl__progress", "arguments": {"steps": 2, "delay_ms": 5}});
+    params["_meta"] = modern_meta(json!({}));
+    params["_meta"]["progressToken"] = json!("p");
+    let resp = s
+        .post(
+            &json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": params}),
+            &[
+                ("mcp-protocol-version", "2026-07-28"),
+                ("mcp-method", "tools/call"),
+                ("mcp-name", "hl__progress"),
+            ],
+        )
+        .await;
+    let all = messages(resp).await;
+    assert_eq!(all.len(), 3, "{all:?}");
+    assert_eq!(all[0]["params"]["progressToken"], json!("p"));
+    // A hung HTTP upstream times out.
+    let r = body(
+        s.modern(
+            3,
+            "tools/call",
+            json!({"name": "hm__hang", "arguments": {}}),
+        )
+        .await,
+    )
+    .await;
+    assert_eq!(r["error"]["code"], json!(-32003));
+    modern.0.kill().await.unwrap();
+    legacy.0.kill().await.unwrap();
+}
+
+async fn spawn_http_fixture(args: &[&str]) -> (tokio::process::Child, String) {
+    let mut child = tokio::process::Command::new(fixture_bin())
+        .args(["--http", "0"])
+        .args(args)
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .kill_on_drop(true)
+        .spawn()
+        .unwrap();
+    let mut lines = BufReader::new(child.stderr.take().unwrap()).lines();
+    let url = tokio::time::timeout(WAIT, async {
+        loop {
+            let line = lines.next_line().await.unwrap().unwrap();
+            if let Some(at) = line.find("listening on ") {
+                return line[at + "listening on ".len()..].trim().to_owned();
+            }
+        }
+    })
+    .await
+    .unwrap();
+    tokio::spawn(async move { while let Ok(Some(_)) = lines.next_line().await {} });
+    (child, url)
+}
