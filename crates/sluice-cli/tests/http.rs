@@ -437,3 +437,73 @@ async fn spawn_http_fixture(args: &[&str]) -> (tokio::process::Child, String) {
     tokio::spawn(async move { while let Ok(Some(_)) = lines.next_line().await {} });
     (child, url)
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn modern_clients_hear_of_catalog_changes_through_subscriptions_listen() {
+    let s = HttpSluice::start(&config("", &fixture_upstream("leg", &["--era", "legacy"]))).await;
+    let _ = body(s.modern(1, "tools/list", json!({})).await).await;
+    let listen = json!({"jsonrpc": "2.0", "id": 42, "method": "subscriptions/listen", "params": {
+        "_meta": modern_meta(json!({})),
+        "notifications": {"toolsListChanged": true, "resourcesListChanged": false}}});
+    let resp = s
+        .post(
+            &listen,
+            &[
+                ("mcp-protocol-version", "2026-07-28"),
+                ("mcp-method", "subscriptions/listen"),
+            ],
+        )
+        .await;
+    assert_eq!(resp.status(), 200);
+    let mut stream = resp.bytes_stream();
+    use futures::StreamExt;
+    let mut text = String::new();
+    let mut next_data = async || -> Value {
+        loop {
+            if let Some(end) = text.find("\n\n") {
+                let event: String = text.drain(..end + 2).collect();
+                if let Some(data) = event.lines().find_map(|l| l.strip_prefix("data:")) {
+                    return serde_json::from_str(data.trim()).unwrap();
+                }
+                continue;
+            }
+            let chunk = tokio::time::timeout(WAIT, stream.next())
+                .await
+                .unwrap()
+                .unwrap()
+                .unwrap();
+            text.push_str(&String::from_utf8_lossy(&chunk));
+        }
+    };
+    let ack = next_data().await;
+    assert_eq!(
+        ack["method"],
+        json!("notifications/subscriptions/acknowledged")
+    );
+    assert_eq!(
+        ack["params"]["notifications"],
+        json!({"toolsListChanged": true})
+    );
+    assert_eq!(
+        ack["params"]["_meta"]["io.modelcontextprotocol/subscriptionId"],
+        json!(42)
+    );
+    let r = body(
+        s.modern(
+            2,
+            "tools/call",
+            json!({"name": "leg__add_tool", "arguments": {}}),
+        )
+        .await,
+    )
+    .await;
+    assert!(r.get("result").is_some(), "{r}");
+    let note = next_data().await;
+    assert_eq!(note["method"], json!("notifications/tools/list_changed"));
+    assert_eq!(
+        note["params"]["_meta"]["io.modelcontextprotocol/subscriptionId"],
+        json!(42)
+    );
+    let tools = body(s.modern(3, "tools/list", json!({})).await).await;
+    assert!(names(&tools, "tools").contains(&"leg__added_0".to_owned()));
+}

@@ -452,3 +452,32 @@ impl StdioSluice {
         self.request(id, "tools/call", params).await
     }
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_message_over_the_transport_ceiling_is_never_buffered() {
+    let mut s = StdioSluice::start(&two_upstreams()).await;
+    s.initialize(json!({})).await;
+    // 17 MiB of text: past the 16 MiB ceiling. The call fails, naming the
+    // upstream; the other upstream keeps serving; the first comes back.
+    let r = s
+        .call(1, "fx__big", json!({"bytes": 17 * 1024 * 1024}))
+        .await;
+    assert_eq!(
+        r["error"]["code"],
+        json!(-32004),
+        "{}",
+        &r.to_string()[..200.min(r.to_string().len())]
+    );
+    let r = s.call(2, "leg__echo", json!({"text": "ok"})).await;
+    assert_eq!(first_text(&r), "ok");
+    let r = s.call(3, "fx__big", json!({"bytes": 1000})).await;
+    let mut id = 3;
+    let mut r = r;
+    while r.get("error").is_some() {
+        assert!(id < 100, "fx did not come back: {r}");
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+        id += 1;
+        r = s.call(id, "fx__big", json!({"bytes": 1000})).await;
+    }
+    assert_eq!(first_text(&r).len(), 1000);
+}

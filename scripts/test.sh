@@ -1,0 +1,33 @@
+#!/usr/bin/env bash
+# The whole test suite, from a fresh clone: installs the pinned MCP peers,
+# checks formatting and lints, runs the Rust tests (unit, property and
+# integration against misbehaving fixture servers), then drives the real
+# sluice binary with real clients (Python mcp 2.3.0, inspector 2.12)
+# against real MCP servers.
+#
+#   scripts/test.sh
+set -euo pipefail
+cd "$(dirname "${BASH_SOURCE[0]}")/.."
+export PEERS="${PEERS:-$PWD/.peers}"
+
+step() { printf '\n== %s\n' "$*" >&2; }
+
+step "test peers (pinned; skipped when already installed)"
+scripts/test-peers.sh
+
+step "format and lints"
+cargo fmt --all -- --check
+cargo clippy --workspace --all-targets --locked -- -D warnings
+
+step "the core stays pure (no IO crates)"
+if cargo tree -p sluice-core -e normal --locked | grep -E '^\S*[ │├└─]*(tokio|axum|reqwest|hyper|sqlx|mio) v'; then
+    echo "sluice-core must not depend on IO crates" >&2
+    exit 1
+fi
+
+step "Rust tests"
+cargo nextest run --workspace --locked --no-fail-fast
+
+step "sluice with real MCP clients and servers"
+export SLUICE_BIN="$PWD/target/debug/sluice"
+"$PEERS/venv/bin/python" -m pytest tests/integration -q
