@@ -27,6 +27,8 @@ pub const META_CLIENT_CAPABILITIES: &str = "io.modelcontextprotocol/clientCapabi
 pub const META_CLIENT_INFO: &str = "io.modelcontextprotocol/clientInfo";
 /// `_meta` key: the server's self-description on modern results.
 pub const META_SERVER_INFO: &str = "io.modelcontextprotocol/serverInfo";
+/// `_meta` key: the log level a modern request asks for.
+pub const META_LOG_LEVEL: &str = "io.modelcontextprotocol/logLevel";
 /// `_meta` key: the id of a `subscriptions/listen` stream.
 pub const META_SUBSCRIPTION_ID: &str = "io.modelcontextprotocol/subscriptionId";
 /// The reserved prefix of per-request protocol fields in `_meta`.
@@ -89,6 +91,16 @@ pub fn request_era(params: &Value) -> Era {
     match jsonrpc::meta(params).and_then(|m| m.get(META_PROTOCOL_VERSION)) {
         Some(_) => Era::Modern,
         None => Era::Legacy,
+    }
+}
+
+/// Whether a request may receive `notifications/message`: a legacy client
+/// set its level once with `logging/setLevel`; a modern request must ask in
+/// its own `_meta`, else the server MUST NOT send any (MCP-NOTES §1.1).
+pub fn wants_log_messages(era: Era, params: &Value) -> bool {
+    match era {
+        Era::Legacy => true,
+        Era::Modern => jsonrpc::meta(params).is_some_and(|m| m.contains_key(META_LOG_LEVEL)),
     }
 }
 
@@ -322,6 +334,16 @@ mod tests {
             request_era(&json!({"_meta": {META_PROTOCOL_VERSION: "2026-07-28"}})),
             Era::Modern
         );
+    }
+
+    #[test]
+    fn log_messages_only_when_asked_in_the_modern_era() {
+        assert!(wants_log_messages(Era::Legacy, &Value::Null));
+        assert!(!wants_log_messages(Era::Modern, &json!({"_meta": {}})));
+        assert!(wants_log_messages(
+            Era::Modern,
+            &json!({"_meta": {META_LOG_LEVEL: "info"}})
+        ));
     }
 
     #[test]

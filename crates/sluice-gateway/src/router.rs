@@ -371,6 +371,11 @@ impl Gateway {
     async fn relay(&self, ctx: &RequestCtx, item: Related) {
         match item {
             Related::Notification(message) => {
+                let is_log =
+                    message.get("method").and_then(Value::as_str) == Some("notifications/message");
+                if is_log && !ctx.wants_logs {
+                    return;
+                }
                 if let Some(link) = &ctx.link {
                     let _ = link.notify(message).await;
                 }

@@ -206,6 +206,7 @@ async fn modern_request(
         return rpc_error_response(StatusCode::BAD_REQUEST, id, e);
     }
     let ctx = RequestCtx {
+        wants_logs: protocol::wants_log_messages(Era::Modern, &params),
         era: Era::Modern,
         request_id: id.clone(),
         client_capabilities: meta.client_capabilities,
@@ -284,6 +285,7 @@ async fn legacy_request(
     session.touch();
     let cancel = session.track(&id);
     let ctx = RequestCtx {
+        wants_logs: true,
         era: Era::Legacy,
         request_id: id.clone(),
         client_capabilities: session.client_capabilities.clone(),

@@ -36,6 +36,9 @@ pub struct RequestCtx {
     pub link: Option<ClientLink>,
     /// The legacy session, if any.
     pub session: Option<Arc<ClientSession>>,
+    /// Whether `notifications/message` may reach the client for this
+    /// request.
+    pub wants_logs: bool,
 }
 
 /// A way to send messages to the client while one request is open.

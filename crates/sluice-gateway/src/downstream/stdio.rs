@@ -175,6 +175,7 @@ impl StdioClient {
             _ => None,
         };
         let ctx = RequestCtx {
+            wants_logs: protocol::wants_log_messages(era, &params),
             era,
             request_id: id.clone(),
             client_capabilities: caps,
