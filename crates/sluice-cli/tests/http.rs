@@ -9,7 +9,6 @@ use std::time::Duration;
 
 use common::*;
 use serde_json::{Value, json};
-use tokio::io::{AsyncBufReadExt, BufReader};
 
 fn config(extra_server: &str, upstreams: &str) -> String {
     format!("[server]\nrequest_timeout = \"2s\"\n{extra_server}\n{upstreams}")
@@ -423,18 +422,7 @@ async fn spawn_http_fixture(args: &[&str]) -> (tokio::process::Child, String) {
         .kill_on_drop(true)
         .spawn()
         .unwrap();
-    let mut lines = BufReader::new(child.stderr.take().unwrap()).lines();
-    let url = tokio::time::timeout(WAIT, async {
-        loop {
-            let line = lines.next_line().await.unwrap().unwrap();
-            if let Some(at) = line.find("listening on ") {
-                return line[at + "listening on ".len()..].trim().to_owned();
-            }
-        }
-    })
-    .await
-    .unwrap();
-    tokio::spawn(async move { while let Ok(Some(_)) = lines.next_line().await {} });
+    let url = listening_url(&mut child).await;
     (child, url)
 }
 

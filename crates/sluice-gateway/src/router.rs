@@ -15,7 +15,7 @@ use sluice_core::jsonrpc::{self, RpcError};
 use sluice_core::protocol::{self, CacheHints, Era};
 use tokio::sync::{broadcast, mpsc};
 
-use crate::downstream::RequestCtx;
+use crate::downstream::{ClientSession, RequestCtx};
 use crate::gateway::{ClientEvent, Gateway};
 use crate::upstream::{Related, Upstream};
 
@@ -27,6 +27,9 @@ const CATALOG_HINTS: CacheHints = CacheHints {
     ttl_ms: 0,
     public: true,
 };
+/// The longest a request waits for upstreams still starting.
+const SETTLE_WAIT_MAX: std::time::Duration = std::time::Duration::from_secs(10);
+
 /// Hints on results forwarded from an upstream that gave none: sluice cannot
 /// know whether they depend on who asks.
 const FORWARDED_HINTS: CacheHints = CacheHints {
@@ -43,7 +46,10 @@ impl Gateway {
         params: Value,
     ) -> Result<Value, RpcError> {
         if !matches!(method, "ping" | "server/discover") {
-            self.settled(self.config.server.startup_timeout).await;
+            // A client that connects at once waits for the upstreams' first
+            // reads, but a hung upstream must not hold everyone for long.
+            let limit = self.config.server.startup_timeout.min(SETTLE_WAIT_MAX);
+            self.settled(limit).await;
         }
         let outcome = match method {
             "ping" => Ok(json!({})),
@@ -97,14 +103,23 @@ impl Gateway {
         })
     }
 
-    /// The answer to a legacy `initialize`.
-    pub fn initialize_result(&self, params: &Value) -> Value {
+    /// A legacy `initialize`: the answer, and the session it opens (which
+    /// already receives the gateway's events for its standalone stream).
+    pub fn initialize(&self, params: &Value) -> (Value, Arc<ClientSession>) {
         let requested = params.get("protocolVersion").and_then(Value::as_str);
-        json!({
-            "protocolVersion": protocol::negotiate_legacy(requested),
+        let version = protocol::negotiate_legacy(requested);
+        let result = json!({
+            "protocolVersion": version,
             "capabilities": self.server_capabilities(),
             "serverInfo": self.server_info(),
-        })
+        });
+        let caps = params
+            .get("capabilities")
+            .cloned()
+            .unwrap_or_else(|| json!({}));
+        let session = ClientSession::new(version.to_owned(), caps);
+        session.forward_events(self.subscribe());
+        (result, session)
     }
 
     /// A whole federated list in one page (sluice's own paging comes with

@@ -210,23 +210,7 @@ impl HttpSluice {
             .kill_on_drop(true)
             .spawn()
             .unwrap();
-        let mut stderr = BufReader::new(child.stderr.take().unwrap()).lines();
-        let url = tokio::time::timeout(WAIT, async {
-            loop {
-                let line = stderr
-                    .next_line()
-                    .await
-                    .unwrap()
-                    .expect("sluice printed its address");
-                if let Some(at) = line.find("listening on ") {
-                    return line[at + "listening on ".len()..].trim().to_owned();
-                }
-            }
-        })
-        .await
-        .expect("sluice listened in time");
-        // Keep draining stderr so sluice never blocks on a full pipe.
-        tokio::spawn(async move { while let Ok(Some(_)) = stderr.next_line().await {} });
+        let url = listening_url(&mut child).await;
         let base = url.trim_end_matches("/mcp").to_owned();
         HttpSluice {
             child,
@@ -295,6 +279,28 @@ impl HttpSluice {
         }
         panic!("health never satisfied the check: {}", self.health().await);
     }
+}
+
+/// Reads the `listening on URL` line a server prints to stderr, then keeps
+/// draining stderr so the server never blocks on a full pipe.
+pub async fn listening_url(child: &mut Child) -> String {
+    let mut stderr = BufReader::new(child.stderr.take().unwrap()).lines();
+    let url = tokio::time::timeout(WAIT, async {
+        loop {
+            let line = stderr
+                .next_line()
+                .await
+                .unwrap()
+                .expect("the server printed its address");
+            if let Some(at) = line.find("listening on ") {
+                return line[at + "listening on ".len()..].trim().to_owned();
+            }
+        }
+    })
+    .await
+    .expect("the server listened in time");
+    tokio::spawn(async move { while let Ok(Some(_)) = stderr.next_line().await {} });
+    url
 }
 
 /// Reads a response body that may be JSON or SSE into its JSON-RPC

@@ -236,17 +236,7 @@ fn initialize(state: &HttpState, id: Value, params: &Value) -> Response {
             return rpc_error_response(StatusCode::SERVICE_UNAVAILABLE, id, e);
         }
     }
-    let result = state.gateway.initialize_result(params);
-    let version = result["protocolVersion"]
-        .as_str()
-        .unwrap_or_default()
-        .to_owned();
-    let caps = params
-        .get("capabilities")
-        .cloned()
-        .unwrap_or_else(|| json!({}));
-    let session = ClientSession::new(version, caps);
-    session.forward_events(state.gateway.subscribe());
+    let (result, session) = state.gateway.initialize(params);
     let session_id = new_session_id();
     state.lock_sessions().insert(session_id.clone(), session);
     let header = HeaderValue::try_from(session_id).ok();

@@ -132,18 +132,8 @@ impl StdioClient {
     async fn request(&mut self, id: Value, method: String, params: Value) {
         let era = protocol::request_era(&params);
         if era == Era::Legacy && method == "initialize" {
-            let result = self.gateway.initialize_result(&params);
-            let version = result["protocolVersion"]
-                .as_str()
-                .unwrap_or_default()
-                .to_owned();
-            let caps = params
-                .get("capabilities")
-                .cloned()
-                .unwrap_or_else(|| serde_json::json!({}));
-            let session = ClientSession::new(version, caps);
+            let (result, session) = self.gateway.initialize(&params);
             session.set_standalone(self.out.clone());
-            session.forward_events(self.gateway.subscribe());
             if let Some(old) = self.session.replace(session) {
                 old.closed.cancel();
             }

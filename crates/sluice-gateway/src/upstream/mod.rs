@@ -175,23 +175,14 @@ pub(crate) async fn supervise(
         };
         let conn = match connected {
             Ok(Ok(conn)) => Arc::new(conn),
-            Ok(Err(reason)) => {
-                tracing::warn!(upstream = up.name(), "upstream failed to start: {reason}");
-                up.update(|s| {
-                    s.state = "failed";
-                    s.last_error = Some(reason);
-                });
-                settle();
-                if !wait_backoff(&mut backoff, &shutdown).await {
-                    break;
-                }
-                continue;
-            }
-            Err(_) => {
-                let reason = format!(
-                    "did not finish its handshake within {:?}",
-                    settings.startup_timeout
-                );
+            failed => {
+                let reason = match failed {
+                    Ok(Err(reason)) => reason,
+                    _ => format!(
+                        "did not finish its handshake within {:?}",
+                        settings.startup_timeout
+                    ),
+                };
                 tracing::warn!(upstream = up.name(), "upstream failed to start: {reason}");
                 up.update(|s| {
                     s.state = "failed";
