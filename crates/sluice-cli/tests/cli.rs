@@ -149,3 +149,58 @@ async fn sigterm_ends_every_child_even_one_that_ignores_eof() {
     let alive = std::fs::read_to_string(proc_dir.join("stat")).is_ok_and(|s| !s.contains(") Z "));
     assert!(!alive, "the child {pid} outlived sluice");
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn children_get_only_the_configured_environment_and_their_stderr_is_logged_by_name() {
+    let dir = tempfile::tempdir().unwrap();
+    let envfile = dir.path().join("env.txt");
+    let script = format!(
+        "env > {}; echo stderr-marker-42 >&2; exec {}",
+        envfile.display(),
+        fixture_bin()
+    );
+    let config = format!(
+        "[[upstream]]\nname = \"envy\"\ncommand = \"sh\"\nargs = [\"-c\", {script:?}]\nenv = {{ GRANTED = \"yes\" }}\n"
+    );
+    let (_cfg_dir, path) = write_config(&config);
+    let mut child = tokio::process::Command::new(sluice_bin())
+        .args(["serve", "--listen", "127.0.0.1:0", "--config"])
+        .arg(&path)
+        .env("SLUICE_TEST_PARENT_SECRET", "must-not-leak")
+        .env("SLUICE_LOG", "info")
+        .stderr(Stdio::piped())
+        .stdout(Stdio::null())
+        .kill_on_drop(true)
+        .spawn()
+        .unwrap();
+    use tokio::io::AsyncBufReadExt;
+    let mut lines = tokio::io::BufReader::new(child.stderr.take().unwrap()).lines();
+    let logged = tokio::time::timeout(WAIT, async {
+        loop {
+            let line = lines.next_line().await.unwrap().unwrap();
+            if line.contains("stderr-marker-42") && !line.contains("spawning upstream") {
+                return line;
+            }
+        }
+    })
+    .await
+    .expect("the child's stderr reached sluice's log");
+    assert!(logged.contains("upstream=envy"), "{logged}");
+    let env = std::fs::read_to_string(&envfile).unwrap();
+    let names: std::collections::BTreeSet<&str> = env
+        .lines()
+        .filter_map(|l| l.split_once('=').map(|(k, _)| k))
+        .collect();
+    assert!(
+        names.contains("GRANTED") && names.contains("PATH") && names.contains("HOME"),
+        "{names:?}"
+    );
+    assert!(
+        !env.contains("must-not-leak"),
+        "the parent's environment leaked:\n{env}"
+    );
+    // sh itself adds PWD and SHLVL; nothing else may be there.
+    let allowed = ["GRANTED", "PATH", "HOME", "PWD", "SHLVL", "_", "OLDPWD"];
+    assert!(names.iter().all(|n| allowed.contains(n)), "{names:?}");
+    child.kill().await.unwrap();
+}
