@@ -395,8 +395,9 @@ impl Shared {
                 let _ = self.events.try_send(UpstreamEvent::ResourceUpdated(params));
             }
             // The upstream acknowledging a cancellation sluice relayed, or
-            // cancelling its own server-to-client request: nothing to route.
-            "notifications/cancelled" => {}
+            // cancelling its own server-to-client request, or confirming
+            // sluice's own listen stream: nothing to route.
+            "notifications/cancelled" | "notifications/subscriptions/acknowledged" => {}
             _ => {
                 let message = jsonrpc::notification(&method, params.clone());
                 let sink = related.cloned().or_else(|| self.latest_inflight());

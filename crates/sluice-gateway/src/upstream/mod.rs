@@ -37,6 +37,8 @@ use crate::rescue::UpstreamError;
 const PROBE_TIMEOUT: Duration = Duration::from_secs(10);
 /// How long one whole catalog read may take.
 const CATALOG_READ_TIMEOUT: Duration = Duration::from_secs(120);
+/// A listen stream is not a call: it has no timeout worth the name.
+const LISTEN_LIFETIME: Duration = Duration::from_secs(365 * 24 * 3600);
 /// `list_changed` notifications closer together than this are read once.
 const REFRESH_DEBOUNCE: Duration = Duration::from_millis(100);
 /// First and largest delay between reconnections.
@@ -435,10 +437,54 @@ async fn connect(
         }
     };
     let description = handshake(&shared, settings).await?;
-    if let (Era::Legacy, Wire::Http(wire)) = (description.era, &shared.wire) {
-        wire.listen(Arc::clone(&shared));
+    match (description.era, &shared.wire) {
+        (Era::Legacy, Wire::Http(wire)) => wire.listen(Arc::clone(&shared)),
+        (Era::Legacy, Wire::Stdio(_)) => {}
+        (Era::Modern, _) => listen_for_changes(&shared, &description.capabilities),
     }
     Ok(Connection::new(shared, description))
+}
+
+/// A modern upstream tells of catalog changes only on a
+/// `subscriptions/listen` stream (MCP-NOTES §4.4): open one for the lists
+/// it says can change. It lives as long as the connection; what arrives on
+/// it is routed like any notification, so `list_changed` triggers a re-read.
+fn listen_for_changes(shared: &Arc<Shared>, capabilities: &Value) {
+    let mut filter = serde_json::Map::new();
+    for (capability, key) in [
+        ("tools", "toolsListChanged"),
+        ("prompts", "promptsListChanged"),
+        ("resources", "resourcesListChanged"),
+    ] {
+        let changes = capabilities
+            .get(capability)
+            .and_then(|c| c.get("listChanged"))
+            .and_then(Value::as_bool);
+        if changes == Some(true) {
+            filter.insert(key.into(), true.into());
+        }
+    }
+    if filter.is_empty() {
+        return;
+    }
+    let shared = Arc::clone(shared);
+    tokio::spawn(async move {
+        let outcome = shared
+            .request(
+                Era::Modern,
+                "subscriptions/listen",
+                json!({"notifications": filter}),
+                &json!({}),
+                None,
+                LISTEN_LIFETIME,
+            )
+            .await;
+        if let Err(e) = outcome
+            && !shared.closed.is_cancelled()
+        {
+            tracing::warn!(upstream = %shared.name, "subscriptions/listen ended: {e}; catalog changes will be seen on reconnect");
+        }
+    });
 }
 
 /// Probes the era, then (legacy) runs `initialize` (MCP-NOTES §1.3).
