@@ -495,3 +495,42 @@ async fn modern_clients_hear_of_catalog_changes_through_subscriptions_listen() {
     let tools = body(s.modern(3, "tools/list", json!({})).await).await;
     assert!(names(&tools, "tools").contains(&"leg__added_0".to_owned()));
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn catalog_changes_of_modern_upstreams_arrive_through_their_listen_stream() {
+    let mut http_fixture = spawn_http_fixture(&["--era", "modern"]).await;
+    let upstreams = format!(
+        "{}[[upstream]]\nname = \"mh\"\nurl = \"{}\"\n",
+        fixture_upstream("ms", &["--era", "modern"]),
+        http_fixture.1
+    );
+    let s = HttpSluice::start(&config("", &upstreams)).await;
+    for (i, up) in ["ms", "mh"].into_iter().enumerate() {
+        let id = 10 * (i as i64 + 1);
+        let tool = format!("{up}__added_0");
+        let r = body(
+            s.modern(
+                id,
+                "tools/call",
+                json!({"name": format!("{up}__add_tool"), "arguments": {}}),
+            )
+            .await,
+        )
+        .await;
+        assert!(r.get("result").is_some(), "{r}");
+        let mut seen = false;
+        for n in 1..=100 {
+            let tools = body(s.modern(id + n, "tools/list", json!({})).await).await;
+            if names(&tools, "tools").contains(&tool) {
+                seen = true;
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+        assert!(
+            seen,
+            "{tool} never appeared: sluice did not hear {up}'s list_changed"
+        );
+    }
+    http_fixture.0.kill().await.unwrap();
+}

@@ -3,7 +3,9 @@
 //! - Modern requests (`_meta` protocol version) are stateless. The answer is `application/json`
 //!   unless the request asked for progress or the handler emits something before its response
 //!   (e.g. `garbage`), in which case it is `text/event-stream` with those messages then the
-//!   response. Closing the response stream cancels the work (2026 semantics).
+//!   response. Closing the response stream cancels the work (2026 semantics). A
+//!   `subscriptions/listen` is always `text/event-stream`: its acknowledgement and change
+//!   notifications are events on it, and it stays open until the client closes it.
 //! - Legacy: `initialize` creates a session (`Mcp-Session-Id`, random); later requests must carry
 //!   it (400 without, 404 if unknown), `DELETE /mcp` ends it, `GET /mcp` opens the session's
 //!   stream for unsolicited notifications. Server→client requests (`sample`) go on the POST's SSE
@@ -163,6 +165,7 @@ async fn answer(
         era,
         out: tx,
         peer: peer.cloned(),
+        tracker: None,
     };
     // Modern: the work lives as long as the HTTP exchange. Legacy: it is tracked by the session
     // for notifications/cancelled and survives a disconnect.

@@ -11,11 +11,13 @@
 //!
 //! Layout: this file parses arguments; `protocol` decides eras and dispatches methods;
 //! `catalog` holds the tools/resources/prompts and pagination; `tools` implements `tools/call`;
-//! `peer` is per-connection state (cancellation, server→client requests); `stdio` and `http`
-//! are the transports.
+//! `listen` implements the 2026 `subscriptions/listen` change notifications; `peer` is
+//! per-connection state (cancellation, server→client requests); `stdio` and `http` are the
+//! transports.
 
 mod catalog;
 mod http;
+mod listen;
 mod peer;
 mod protocol;
 mod stdio;

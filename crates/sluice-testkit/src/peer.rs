@@ -45,7 +45,7 @@ pub fn id_key(id: &Value) -> String {
 }
 
 /// Locks a mutex, ignoring poisoning (a panicked task must not take the fixture down).
-fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+pub fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     m.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
 }
 

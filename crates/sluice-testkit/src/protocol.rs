@@ -7,6 +7,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use serde_json::{Map, Value, json};
 
 use crate::catalog;
+use crate::listen::Subscriptions;
 use crate::peer::{Out, OutTx, Peer, Reply};
 use crate::{Config, CursorMode, EraMode};
 
@@ -146,8 +147,11 @@ pub struct ReqCtx {
     pub out: OutTx,
     /// The connection/session, for server→client requests and unsolicited notifications.
     /// `None` for modern requests (stateless: no server-initiated requests, and list_changed is
-    /// only delivered on `subscriptions/listen`, which the fixture does not implement).
+    /// only delivered on `subscriptions/listen` streams, see `listen`).
     pub peer: Option<Arc<Peer>>,
+    /// The connection this request is registered with for `notifications/cancelled` (stdio, and
+    /// legacy HTTP sessions), whatever the era. Set by [`spawn_request`].
+    pub tracker: Option<Arc<Peer>>,
 }
 
 /// The fixture server: configuration plus the little mutable state it has.
@@ -155,6 +159,8 @@ pub struct Fixture {
     pub cfg: Config,
     /// How many tools `add_tool` has registered.
     added: AtomicUsize,
+    /// Open `subscriptions/listen` requests.
+    pub subs: Subscriptions,
 }
 
 impl Fixture {
@@ -162,6 +168,7 @@ impl Fixture {
         Self {
             cfg,
             added: AtomicUsize::new(0),
+            subs: Subscriptions::default(),
         }
     }
 
@@ -169,9 +176,12 @@ impl Fixture {
         self.cfg.page_size.map(std::num::NonZeroUsize::get)
     }
 
-    /// Registers one more `added_N` tool; returns its name.
+    /// Registers one more `added_N` tool and tells the open `subscriptions/listen` streams that
+    /// asked for `toolsListChanged`; returns its name. (Legacy list_changed is the caller's job.)
     pub fn add_tool(&self) -> String {
-        catalog::added_name(self.added.fetch_add(1, Ordering::SeqCst))
+        let name = catalog::added_name(self.added.fetch_add(1, Ordering::SeqCst));
+        self.subs.tools_changed();
+        name
     }
 
     /// Whether `name` is a generated or added tool.
@@ -245,11 +255,13 @@ impl Fixture {
     }
 
     /// Handles a client notification. `notifications/cancelled` stops the named request (without
-    /// answering it); everything else (`notifications/initialized`, ...) is accepted and ignored.
+    /// answering it; a `subscriptions/listen` ends at once); everything else
+    /// (`notifications/initialized`, ...) is accepted and ignored.
     pub fn handle_notification(&self, msg: &Value, peer: &Peer) {
         if method(msg) == "notifications/cancelled"
             && let Some(id) = msg.get("params").and_then(|p| p.get("requestId"))
         {
+            self.subs.cancel(peer, id);
             peer.cancel(id);
         }
     }
@@ -298,6 +310,11 @@ impl Fixture {
                 crate::tools::call(self, &params, ctx).await?,
                 Era::Modern,
             )),
+            // Acknowledges, then stays open (no response) until cancelled.
+            "subscriptions/listen" => {
+                let id = msg.get("id").cloned().unwrap_or(Value::Null);
+                self.subs.listen(&id, &params, ctx).await
+            }
             m => self.common(m, &params, Era::Modern).map(Payload::from),
         }
     }
@@ -443,10 +460,11 @@ fn cacheable(result: Value, era: Era) -> Value {
 pub fn spawn_request(
     fx: &Arc<Fixture>,
     msg: Value,
-    ctx: ReqCtx,
+    mut ctx: ReqCtx,
     tracker: Option<&Arc<Peer>>,
 ) -> tokio::task::JoinHandle<()> {
     let id = msg.get("id").cloned().unwrap_or(Value::Null);
+    ctx.tracker = tracker.cloned();
     let fx = Arc::clone(fx);
     let work = async move {
         let out = ctx.out.clone();

@@ -79,6 +79,7 @@ pub async fn run(fx: Arc<Fixture>) -> io::Result<()> {
                     era,
                     out: tx.clone(),
                     peer: (era == Era::Legacy).then(|| Arc::clone(&peer)),
+                    tracker: None,
                 };
                 spawn_request(&fx, msg, ctx, Some(&peer));
             }

@@ -3,7 +3,9 @@
 
 mod common;
 
-use common::{HttpFixture, modern, modern_meta};
+use std::time::Duration;
+
+use common::{HttpFixture, SUBSCRIPTION_ID, modern, modern_meta};
 use serde_json::{Value, json};
 
 fn rpc(id: Value, method: &str, params: Value) -> Value {
@@ -220,4 +222,104 @@ fn lossless_bytes_survive_http() {
         resp.body
             .ends_with(r#""isError":false,"resultType":"complete"}}"#)
     );
+}
+
+#[test]
+fn listen_is_an_sse_stream_of_tagged_notifications() {
+    let fx = HttpFixture::spawn(&[]);
+    let listen_headers = [
+        ("MCP-Protocol-Version", "2026-07-28"),
+        ("Mcp-Method", "subscriptions/listen"),
+        ("Accept", "text/event-stream"),
+    ];
+    let open = |id: Value, filter: Value| {
+        let msg = rpc(
+            id,
+            "subscriptions/listen",
+            modern(json!({"notifications": filter})),
+        );
+        let stream = fx.open("POST", &listen_headers, Some(&msg.to_string()));
+        assert_eq!(stream.status, 200);
+        assert_eq!(stream.header("content-type"), Some("text/event-stream"));
+        assert_eq!(stream.header("mcp-session-id"), None);
+        stream
+    };
+    let ack = |id: Value, honoured: Value| {
+        json!({
+            "jsonrpc": "2.0",
+            "method": "notifications/subscriptions/acknowledged",
+            "params": {"notifications": honoured, "_meta": {SUBSCRIPTION_ID: id}}
+        })
+    };
+    let tools_changed = |id: Value| {
+        json!({
+            "jsonrpc": "2.0",
+            "method": "notifications/tools/list_changed",
+            "params": {"_meta": {SUBSCRIPTION_ID: id}}
+        })
+    };
+    let add_tool = |id: u64| {
+        let headers = [
+            ("MCP-Protocol-Version", "2026-07-28"),
+            ("Mcp-Method", "tools/call"),
+            ("Mcp-Name", "add_tool"),
+        ];
+        let resp = fx.post(
+            &headers,
+            &rpc(json!(id), "tools/call", modern(json!({"name": "add_tool"}))),
+        );
+        assert_eq!(resp.status, 200);
+        assert_eq!(resp.json()["result"]["content"][0]["text"], "ok");
+    };
+
+    let mut tools = open(
+        json!("t-1"),
+        json!({"toolsListChanged": true, "resourcesListChanged": true, "promptsListChanged": false}),
+    );
+    assert_eq!(
+        tools.next_json(),
+        ack(
+            json!("t-1"),
+            json!({"toolsListChanged": true, "resourcesListChanged": true})
+        )
+    );
+    let mut prompts = open(json!(7), json!({"promptsListChanged": true}));
+    assert_eq!(
+        prompts.next_json(),
+        ack(json!(7), json!({"promptsListChanged": true}))
+    );
+
+    // add_tool in a separate POST (the open listens do not block it).
+    add_tool(1);
+    assert_eq!(tools.next_json(), tools_changed(json!("t-1")));
+    assert!(
+        prompts.idle_for(Duration::from_millis(300)),
+        "a listen without toolsListChanged gets nothing"
+    );
+    assert!(
+        tools.idle_for(Duration::from_millis(100)),
+        "the listen stays open without a response"
+    );
+
+    // Closing the stream ends the subscription; the others carry on.
+    drop(tools);
+    let mut again = open(json!("t-2"), json!({"toolsListChanged": true}));
+    assert_eq!(
+        again.next_json(),
+        ack(json!("t-2"), json!({"toolsListChanged": true}))
+    );
+    add_tool(2);
+    assert_eq!(again.next_json(), tools_changed(json!("t-2")));
+    assert!(prompts.idle_for(Duration::from_millis(300)));
+    let list = fx.post(
+        &MODERN_HEADERS,
+        &rpc(json!(3), "tools/list", modern(json!({}))),
+    );
+    let names: Vec<Value> = list.json()["result"]["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["name"].clone())
+        .collect();
+    assert!(names.ends_with(&[json!("added_0"), json!("added_1")]));
 }

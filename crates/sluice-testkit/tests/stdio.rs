@@ -5,7 +5,7 @@ mod common;
 
 use std::time::Duration;
 
-use common::{StdioFixture, WAIT, drain, modern, modern_meta};
+use common::{SUBSCRIPTION_ID, StdioFixture, WAIT, drain, modern, modern_meta};
 use serde_json::{Value, json};
 
 /// The exact `lossless` result (see `src/tools.rs`).
@@ -567,4 +567,138 @@ fn exits_on_stdin_eof() {
     fx.request("tools/call", modern(tool_call("hang", json!({}))));
     fx.close_stdin();
     assert_eq!(fx.wait_exit(WAIT).expect("exits on EOF").code(), Some(0));
+}
+
+// --- subscriptions/listen ----------------------------------------------------------------------
+
+fn listen(filter: Value) -> Value {
+    modern(json!({"notifications": filter}))
+}
+
+fn ack(id: Value, honoured: Value) -> Value {
+    json!({
+        "jsonrpc": "2.0",
+        "method": "notifications/subscriptions/acknowledged",
+        "params": {"notifications": honoured, "_meta": {SUBSCRIPTION_ID: id}}
+    })
+}
+
+fn tools_changed(id: Value) -> Value {
+    json!({
+        "jsonrpc": "2.0",
+        "method": "notifications/tools/list_changed",
+        "params": {"_meta": {SUBSCRIPTION_ID: id}}
+    })
+}
+
+#[test]
+fn listen_acks_then_tags_list_changed_until_cancelled() {
+    let mut fx = StdioFixture::spawn(&[]);
+    // Only the *ListChanged keys set to true are honoured.
+    let tools = fx.request(
+        "subscriptions/listen",
+        listen(json!({"toolsListChanged": true, "promptsListChanged": true,
+                      "resourcesListChanged": false, "resourceSubscriptions": ["file:///x"]})),
+    );
+    assert_eq!(
+        fx.recv(),
+        ack(
+            json!(tools),
+            json!({"toolsListChanged": true, "promptsListChanged": true})
+        )
+    );
+    // A string id is echoed as a string; this listen does not ask for tools.
+    fx.send(
+        &json!({"jsonrpc": "2.0", "id": "prompts", "method": "subscriptions/listen",
+                    "params": listen(json!({"promptsListChanged": true}))}),
+    );
+    assert_eq!(
+        fx.recv(),
+        ack(json!("prompts"), json!({"promptsListChanged": true}))
+    );
+    // An empty filter is acknowledged with an empty subset.
+    let none = fx.request("subscriptions/listen", modern(json!({})));
+    assert_eq!(fx.recv(), ack(json!(none), json!({})));
+
+    // The open listens do not block other requests; add_tool notifies only the tools listener.
+    let add = fx.request("tools/call", modern(tool_call("add_tool", json!({}))));
+    let (resp, others) = fx.response_with_others(add);
+    assert_eq!(text_of(&resp["result"]), "ok");
+    assert_eq!(others, [tools_changed(json!(tools))]);
+    let names = fx.result("tools/list", modern(json!({})));
+    assert_eq!(
+        names["tools"].as_array().unwrap().last().unwrap()["name"],
+        "added_0"
+    );
+    assert_eq!(
+        fx.line(Duration::from_millis(300)),
+        None,
+        "listens are never answered"
+    );
+
+    // After cancellation the subscription gets nothing more, and no response.
+    fx.notify("notifications/cancelled", json!({"requestId": tools}));
+    let add = fx.request("tools/call", modern(tool_call("add_tool", json!({}))));
+    let (resp, others) = fx.response_with_others(add);
+    assert_eq!(text_of(&resp["result"]), "ok");
+    assert_eq!(others, Vec::<Value>::new());
+    assert_eq!(fx.line(Duration::from_millis(300)), None);
+
+    // A new listen works again, with its own id.
+    let again = fx.request(
+        "subscriptions/listen",
+        listen(json!({"toolsListChanged": true})),
+    );
+    assert_eq!(
+        fx.recv(),
+        ack(json!(again), json!({"toolsListChanged": true}))
+    );
+    let add = fx.request("tools/call", modern(tool_call("add_tool", json!({}))));
+    let (_, others) = fx.response_with_others(add);
+    assert_eq!(others, [tools_changed(json!(again))]);
+}
+
+#[test]
+fn listen_with_legacy_add_tool_and_eras() {
+    let mut fx = StdioFixture::spawn(&[]);
+    let tools = fx.request(
+        "subscriptions/listen",
+        listen(json!({"toolsListChanged": true})),
+    );
+    assert_eq!(
+        fx.recv(),
+        ack(json!(tools), json!({"toolsListChanged": true}))
+    );
+    // A legacy add_tool in the same process: the legacy notification as before, plus the tagged
+    // one for the listener (the catalog is shared).
+    fx.initialize("2025-11-25");
+    let add = fx.request("tools/call", tool_call("add_tool", json!({})));
+    let (_, mut others) = fx.response_with_others(add);
+    others.sort_by_key(|n| n.get("params").is_some());
+    assert_eq!(
+        others,
+        [
+            json!({"jsonrpc": "2.0", "method": "notifications/tools/list_changed"}),
+            tools_changed(json!(tools)),
+        ]
+    );
+    // Legacy requests know no subscriptions/listen; a malformed filter is invalid params.
+    assert_eq!(
+        fx.error_code("subscriptions/listen", json!({"notifications": {}})),
+        -32601
+    );
+    assert_eq!(
+        fx.error_code("subscriptions/listen", listen(json!([]))),
+        -32602
+    );
+
+    let mut fx = StdioFixture::spawn(&["--era", "legacy"]);
+    fx.initialize("2025-11-25");
+    assert_eq!(
+        fx.error_code(
+            "subscriptions/listen",
+            listen(json!({"toolsListChanged": true}))
+        ),
+        -32601
+    );
 }

@@ -12,6 +12,8 @@ use serde_json::{Value, json};
 
 pub const BIN: &str = env!("CARGO_BIN_EXE_sluice-fixture");
 pub const MODERN: &str = "2026-07-28";
+/// `_meta` key carrying a `subscriptions/listen` id on its notifications.
+pub const SUBSCRIPTION_ID: &str = "io.modelcontextprotocol/subscriptionId";
 /// Generous upper bound for anything that should happen "now".
 pub const WAIT: Duration = Duration::from_secs(10);
 
@@ -427,6 +429,37 @@ impl HttpStream {
             if !self.fill() {
                 return None;
             }
+        }
+    }
+
+    /// True if nothing more of the body (no data, no end) arrives within `quiet`. Only peeks,
+    /// so the stream can be read normally afterwards.
+    pub fn idle_for(&mut self, quiet: Duration) -> bool {
+        if !self.pending.is_empty() {
+            return false;
+        }
+        self.reader
+            .get_ref()
+            .set_read_timeout(Some(quiet))
+            .expect("timeout");
+        let peeked = self.reader.fill_buf().map(<[u8]>::len);
+        self.reader
+            .get_ref()
+            .set_read_timeout(Some(WAIT))
+            .expect("timeout");
+        match peeked {
+            Err(e) => {
+                assert!(
+                    matches!(
+                        e.kind(),
+                        std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut
+                    ),
+                    "read error: {e}"
+                );
+                true
+            }
+            // Data, or the end of the body.
+            Ok(_) => false,
         }
     }
 
