@@ -443,27 +443,8 @@ async fn modern_clients_hear_of_catalog_changes_through_subscriptions_listen() {
         )
         .await;
     assert_eq!(resp.status(), 200);
-    let mut stream = resp.bytes_stream();
-    use futures::StreamExt;
-    let mut text = String::new();
-    let mut next_data = async || -> Value {
-        loop {
-            if let Some(end) = text.find("\n\n") {
-                let event: String = text.drain(..end + 2).collect();
-                if let Some(data) = event.lines().find_map(|l| l.strip_prefix("data:")) {
-                    return serde_json::from_str(data.trim()).unwrap();
-                }
-                continue;
-            }
-            let chunk = tokio::time::timeout(WAIT, stream.next())
-                .await
-                .unwrap()
-                .unwrap()
-                .unwrap();
-            text.push_str(&String::from_utf8_lossy(&chunk));
-        }
-    };
-    let ack = next_data().await;
+    let mut events = SseReader::new(resp);
+    let ack = events.next().await;
     assert_eq!(
         ack["method"],
         json!("notifications/subscriptions/acknowledged")
@@ -486,7 +467,7 @@ async fn modern_clients_hear_of_catalog_changes_through_subscriptions_listen() {
     )
     .await;
     assert!(r.get("result").is_some(), "{r}");
-    let note = next_data().await;
+    let note = events.next().await;
     assert_eq!(note["method"], json!("notifications/tools/list_changed"));
     assert_eq!(
         note["params"]["_meta"]["io.modelcontextprotocol/subscriptionId"],
@@ -533,4 +514,40 @@ async fn catalog_changes_of_modern_upstreams_arrive_through_their_listen_stream(
         );
     }
     http_fixture.0.kill().await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn sampling_is_relayed_on_the_legacy_call_stream_and_answered_by_post() {
+    let s = HttpSluice::start(&config("", &fixture_upstream("leg", &["--era", "legacy"]))).await;
+    let session = initialize(&s, json!({"sampling": {}})).await;
+    let h = [
+        ("mcp-session-id", session.as_str()),
+        ("mcp-protocol-version", "2025-11-25"),
+    ];
+    let call = json!({"jsonrpc": "2.0", "id": 5, "method": "tools/call",
+        "params": {"name": "leg__sample", "arguments": {"prompt": "over http?"}}});
+    let resp = s.post(&call, &h).await;
+    assert!(
+        resp.headers()["content-type"]
+            .to_str()
+            .unwrap()
+            .starts_with("text/event-stream")
+    );
+    let mut events = SseReader::new(resp);
+    let request = events.next().await;
+    assert_eq!(
+        request["method"],
+        json!("sampling/createMessage"),
+        "{request}"
+    );
+    assert_eq!(
+        request["params"]["messages"][0]["content"]["text"],
+        json!("over http?")
+    );
+    let answer = json!({"jsonrpc": "2.0", "id": request["id"], "result": {
+        "role": "assistant", "content": {"type": "text", "text": "yes, over http"}, "model": "m", "stopReason": "endTurn"}});
+    assert_eq!(s.post(&answer, &h).await.status(), 202);
+    let fin = events.next().await;
+    assert_eq!(fin["id"], json!(5));
+    assert!(first_text(&fin).contains("yes, over http"), "{fin}");
 }

@@ -322,3 +322,38 @@ pub async fn messages(resp: reqwest::Response) -> Vec<Value> {
         .map(|d| serde_json::from_str(d.trim()).unwrap())
         .collect()
 }
+
+/// Reads JSON-RPC messages from an SSE response one event at a time.
+pub struct SseReader {
+    stream: std::pin::Pin<Box<dyn futures::Stream<Item = reqwest::Result<bytes::Bytes>> + Send>>,
+    text: String,
+}
+
+impl SseReader {
+    pub fn new(resp: reqwest::Response) -> Self {
+        SseReader {
+            stream: Box::pin(resp.bytes_stream()),
+            text: String::new(),
+        }
+    }
+
+    /// The next event's data, parsed (comments and empty events skipped).
+    pub async fn next(&mut self) -> Value {
+        use futures::StreamExt;
+        loop {
+            if let Some(end) = self.text.find("\n\n") {
+                let event: String = self.text.drain(..end + 2).collect();
+                if let Some(data) = event.lines().find_map(|l| l.strip_prefix("data:")) {
+                    return serde_json::from_str(data.trim()).unwrap();
+                }
+                continue;
+            }
+            let chunk = tokio::time::timeout(WAIT, self.stream.next())
+                .await
+                .expect("an event in time")
+                .expect("the stream is open")
+                .unwrap();
+            self.text.push_str(&String::from_utf8_lossy(&chunk));
+        }
+    }
+}
