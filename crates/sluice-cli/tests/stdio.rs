@@ -481,3 +481,72 @@ async fn a_message_over_the_transport_ceiling_is_never_buffered() {
     }
     assert_eq!(first_text(&r).len(), 1000);
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_modern_client_answers_a_legacy_upstreams_sampling_through_mrtr() {
+    let mut s = StdioSluice::start(&fixture_upstream("leg", &["--era", "legacy"])).await;
+    let params = |extra: Value| {
+        let mut p = json!({"name": "leg__sample", "arguments": {"prompt": "bridge me"},
+            "_meta": modern_meta(json!({"sampling": {}}))});
+        if let (Some(p), Some(extra)) = (p.as_object_mut(), extra.as_object()) {
+            p.extend(extra.clone());
+        }
+        p
+    };
+    let first = s.request(1, "tools/call", params(json!({}))).await;
+    let r = &first["result"];
+    assert_eq!(r["resultType"], json!("input_required"), "{first}");
+    let question = &r["inputRequests"]["sluice-1"];
+    assert_eq!(question["method"], json!("sampling/createMessage"));
+    assert_eq!(
+        question["params"]["messages"][0]["content"]["text"],
+        json!("bridge me")
+    );
+    let state = r["requestState"].as_str().unwrap().to_owned();
+    assert!(state.starts_with("sluice1."));
+
+    let answer = json!({"sluice-1": {"role": "assistant", "content": {"type": "text", "text": "bridged!"},
+        "model": "m", "stopReason": "endTurn"}});
+    let retry = params(json!({"inputResponses": answer, "requestState": state}));
+    let done = s.request(2, "tools/call", retry.clone()).await;
+    assert_eq!(done["result"]["resultType"], json!("complete"), "{done}");
+    assert!(first_text(&done).contains("bridged!"), "{done}");
+
+    // A state opens once.
+    let replay = s.request(3, "tools/call", retry).await;
+    assert_eq!(replay["error"]["code"], json!(-32602), "{replay}");
+    // A tampered or foreign state is refused, naming no part of it.
+    let mut forged = state.clone();
+    forged.insert(10, 'x');
+    let bad = s
+        .request(
+            4,
+            "tools/call",
+            params(json!({"inputResponses": answer, "requestState": forged})),
+        )
+        .await;
+    assert_eq!(bad["error"]["code"], json!(-32602));
+    assert!(
+        !bad["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("sluice1.")
+    );
+    // Bound to the call: the state of one call does not resume another.
+    let other = s.request(5, "tools/call", params(json!({}))).await;
+    let other_state = other["result"]["requestState"].as_str().unwrap().to_owned();
+    let mut different = params(json!({"inputResponses": answer, "requestState": other_state}));
+    different["arguments"]["prompt"] = json!("something else");
+    let mismatch = s.request(6, "tools/call", different).await;
+    assert_eq!(mismatch["error"]["code"], json!(-32602), "{mismatch}");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_modern_client_that_cannot_sample_gets_the_upstreams_own_refusal() {
+    let mut s = StdioSluice::start(&fixture_upstream("leg", &["--era", "legacy"])).await;
+    let r = s
+        .call_modern(1, "leg__sample", json!({"prompt": "x"}))
+        .await;
+    assert_eq!(r["result"]["resultType"], json!("complete"), "{r}");
+    assert_eq!(r["result"]["isError"], json!(true), "{r}");
+}

@@ -21,6 +21,8 @@
 //!   machine fed with pages.
 //! - [`catalog`]: the federated catalog: merged lists and the routes back to
 //!   each upstream.
+//! - [`request_state`]: the sealed `requestState` that lets a 2026-07-28
+//!   client answer a legacy upstream's mid-call questions (MRTR bridging).
 //!
 //! # Example: a two-page walk
 //!
@@ -45,3 +47,4 @@ pub mod discovery;
 pub mod jsonrpc;
 pub mod naming;
 pub mod protocol;
+pub mod request_state;

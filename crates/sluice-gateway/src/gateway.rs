@@ -13,6 +13,7 @@ use tokio::sync::{broadcast, watch};
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
+use crate::bridge::Bridge;
 use crate::upstream::{self, Settings, Upstream, UpstreamEvent, UpstreamStatus};
 
 /// The transport ceiling: no message larger than this is buffered from an
@@ -27,6 +28,7 @@ pub const VERSION: &str = env!("CARGO_PKG_VERSION");
 /// A running gateway.
 pub struct Gateway {
     pub(crate) config: Config,
+    pub(crate) bridge: Bridge,
     pub(crate) upstreams: Vec<Arc<Upstream>>,
     pub(crate) hub: Arc<Hub>,
     shutdown: CancellationToken,
@@ -94,6 +96,7 @@ impl Gateway {
         }
         tracker.close();
         Arc::new(Gateway {
+            bridge: Bridge::new(config.server.request_timeout),
             config,
             upstreams,
             hub,

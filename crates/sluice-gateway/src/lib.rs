@@ -14,6 +14,9 @@
 //! - `router`: what sluice does with each request ([`Gateway::handle`]):
 //!   answer from the federated catalog, or forward to the upstream that owns
 //!   the name or URI.
+//! - `bridge`: a forwarded call in flight, and the MRTR bridge that turns a
+//!   legacy upstream's mid-call questions into `input_required` rounds for
+//!   2026-07-28 clients.
 //! - `upstream`: one supervisor task per upstream: connect, probe the era,
 //!   read the catalog to its last page, relay, restart with backoff.
 //! - `rescue`: the one place a gateway failure becomes a JSON-RPC error,
@@ -22,6 +25,7 @@
 //!   client events, health.
 #![deny(missing_docs)]
 
+mod bridge;
 pub mod downstream;
 pub mod gateway;
 mod pending;

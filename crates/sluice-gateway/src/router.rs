@@ -13,8 +13,9 @@ use serde_json::{Value, json};
 use sluice_core::discovery::ListKind;
 use sluice_core::jsonrpc::{self, RpcError};
 use sluice_core::protocol::{self, CacheHints, Era};
-use tokio::sync::{broadcast, mpsc};
+use tokio::sync::broadcast;
 
+use crate::bridge::{self, Bridge, Flight, Question};
 use crate::downstream::{ClientSession, RequestCtx};
 use crate::gateway::{ClientEvent, Gateway};
 use crate::upstream::{Related, Upstream};
@@ -358,26 +359,65 @@ impl Gateway {
         method: &str,
         params: Value,
     ) -> Result<Value, RpcError> {
-        let conn = upstream.connection().map_err(|e| e.to_rpc())?;
-        let (tx, mut related) = mpsc::channel(64);
-        let call = conn.request(
-            method,
-            params,
-            &ctx.client_capabilities,
-            Some(tx),
-            self.config.server.request_timeout,
-        );
-        tokio::pin!(call);
+        let flight = if Bridge::is_resumption(ctx, method, &params) {
+            self.bridge.resume(method, &params)?
+        } else {
+            let conn = upstream.connection().map_err(|e| e.to_rpc())?;
+            Flight::start(
+                conn,
+                method,
+                params.clone(),
+                ctx,
+                self.config.server.request_timeout,
+            )
+        };
+        self.drive(ctx, method, &params, flight).await
+    }
+
+    /// Drives a flight until the upstream answers, relaying what it sends
+    /// meanwhile; a modern client's questions end the drive with an
+    /// `input_required` result and the flight parked.
+    async fn drive(
+        &self,
+        ctx: &RequestCtx,
+        call: &str,
+        params: &Value,
+        mut flight: Flight,
+    ) -> Result<Value, RpcError> {
+        let may_park = ctx.era == Era::Modern && bridge::bridgeable(call);
         loop {
             tokio::select! {
                 // What the upstream sent before its answer goes out first.
                 biased;
-                Some(item) = related.recv() => self.relay(ctx, item).await,
-                outcome = &mut call => {
-                    while let Ok(item) = related.try_recv() {
+                Some(item) = flight.related.recv() => {
+                    let Related::Request { method, params: q, reply } = item else {
+                        self.relay(ctx, item).await;
+                        continue;
+                    };
+                    if !(may_park && bridge::declared(ctx, &method)) {
+                        self.relay(ctx, Related::Request { method, params: q, reply }).await;
+                        continue;
+                    }
+                    // Questions sent together are asked together.
+                    let mut questions: Vec<Question> = vec![(method, q, reply)];
+                    while let Ok(item) = flight.related.try_recv() {
+                        match item {
+                            Related::Request { method, params: q, reply } if bridge::declared(ctx, &method) => {
+                                questions.push((method, q, reply));
+                            }
+                            other => self.relay(ctx, other).await,
+                        }
+                    }
+                    return Ok(self.bridge.park(call, params, flight, questions));
+                }
+                outcome = &mut flight.done => {
+                    while let Ok(item) = flight.related.try_recv() {
                         self.relay(ctx, item).await;
                     }
-                    return outcome.map_err(|e| e.to_rpc());
+                    return match outcome {
+                        Ok(outcome) => outcome.map_err(|e| e.to_rpc()),
+                        Err(_) => Err(RpcError::new(jsonrpc::INTERNAL_ERROR, "the forwarded call ended without an answer")),
+                    };
                 }
             }
         }

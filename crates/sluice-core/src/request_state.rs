@@ -1,0 +1,255 @@
+//! Integrity-protected `requestState` for bridging MRTR (2026-07-28 multi
+//! round-trip requests) onto legacy upstreams.
+//!
+//! A legacy upstream asks for sampling or elicitation *during* a call, as a
+//! server-to-client request; a 2026-07-28 client only takes such questions
+//! as an `input_required` result, and answers by retrying the call with
+//! `inputResponses` and the `requestState` it was given (MCP-NOTES §7.3).
+//! sluice keeps the upstream call open and hands the client a state that
+//! names it. The state is attacker-controlled input, so it is sealed with
+//! HMAC-SHA256 and binds the parked call's handle, the method, a digest of
+//! the call's params and an expiry: a tampered, foreign, stale or replayed
+//! state is refused (MCP-NOTES §7.3 "server rules").
+//!
+//! Wire form: `sluice1.<base64url(payload JSON)>.<base64url(mac)>`.
+
+use base64::Engine;
+use base64::engine::general_purpose::URL_SAFE_NO_PAD;
+use hmac::{Hmac, KeyInit, Mac};
+use serde_json::{Map, Value, json};
+use sha2::{Digest, Sha256};
+
+/// Every state sluice issues starts with this; any other `requestState`
+/// belongs to the upstream and is forwarded untouched.
+pub const PREFIX: &str = "sluice1.";
+
+/// The secret that seals states, made by the shell at start.
+#[derive(Clone)]
+pub struct StateKey([u8; 32]);
+
+/// What a state says, once its seal is checked.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ParkedCall {
+    /// The handle of the call sluice keeps open.
+    pub handle: String,
+    /// The method of the original request.
+    pub method: String,
+    /// [`params_digest`] of the original request's params.
+    pub params_digest: String,
+    /// Unix time in milliseconds after which the state is refused.
+    pub expires_at_ms: u64,
+}
+
+/// Why a state was refused. The texts are fixed: they echo nothing of the
+/// token.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+pub enum StateError {
+    /// Not of sluice's form, or not decodable.
+    #[error("requestState is malformed")]
+    Malformed,
+    /// The seal does not match: tampered, or made with another key.
+    #[error("requestState failed verification")]
+    BadSeal,
+    /// Past its expiry.
+    #[error("requestState has expired")]
+    Expired,
+    /// Sealed for another method or other params.
+    #[error("requestState belongs to another request")]
+    Mismatch,
+}
+
+type HmacSha256 = Hmac<Sha256>;
+
+// === impl StateKey ===
+
+impl StateKey {
+    /// A key from 32 random bytes.
+    pub fn new(bytes: [u8; 32]) -> Self {
+        StateKey(bytes)
+    }
+
+    fn mac(&self) -> HmacSha256 {
+        // HMAC takes a key of any length; 32 bytes never fails.
+        <HmacSha256 as KeyInit>::new_from_slice(&self.0)
+            .unwrap_or_else(|_| unreachable!("HMAC accepts any key length"))
+    }
+
+    /// Seals a parked call's description.
+    pub fn seal(&self, call: &ParkedCall) -> String {
+        let payload = json!({
+            "h": call.handle,
+            "m": call.method,
+            "d": call.params_digest,
+            "x": call.expires_at_ms,
+        });
+        let payload = URL_SAFE_NO_PAD.encode(payload.to_string());
+        let mut mac = self.mac();
+        mac.update(payload.as_bytes());
+        let tag = URL_SAFE_NO_PAD.encode(mac.finalize().into_bytes());
+        format!("{PREFIX}{payload}.{tag}")
+    }
+
+    /// Checks a state's seal and expiry, and that it belongs to this request.
+    pub fn open(
+        &self,
+        token: &str,
+        method: &str,
+        params: &Value,
+        now_ms: u64,
+    ) -> Result<ParkedCall, StateError> {
+        let body = token.strip_prefix(PREFIX).ok_or(StateError::Malformed)?;
+        let (payload, tag) = body.split_once('.').ok_or(StateError::Malformed)?;
+        let tag = URL_SAFE_NO_PAD
+            .decode(tag)
+            .map_err(|_| StateError::Malformed)?;
+        let mut mac = self.mac();
+        mac.update(payload.as_bytes());
+        mac.verify_slice(&tag).map_err(|_| StateError::BadSeal)?;
+        let payload = URL_SAFE_NO_PAD
+            .decode(payload)
+            .map_err(|_| StateError::Malformed)?;
+        let payload: Value = serde_json::from_slice(&payload).map_err(|_| StateError::Malformed)?;
+        let field = |k: &str| payload.get(k).and_then(Value::as_str).map(String::from);
+        let call = ParkedCall {
+            handle: field("h").ok_or(StateError::Malformed)?,
+            method: field("m").ok_or(StateError::Malformed)?,
+            params_digest: field("d").ok_or(StateError::Malformed)?,
+            expires_at_ms: payload
+                .get("x")
+                .and_then(Value::as_u64)
+                .ok_or(StateError::Malformed)?,
+        };
+        if now_ms > call.expires_at_ms {
+            return Err(StateError::Expired);
+        }
+        if call.method != method || call.params_digest != params_digest(params) {
+            return Err(StateError::Mismatch);
+        }
+        Ok(call)
+    }
+}
+
+/// A digest of a request's params that ignores what legitimately changes
+/// between MRTR rounds (`_meta`, `inputResponses`, `requestState`) and key
+/// order.
+pub fn params_digest(params: &Value) -> String {
+    let mut stripped = params.clone();
+    if let Some(obj) = stripped.as_object_mut() {
+        for key in ["_meta", "inputResponses", "requestState"] {
+            obj.remove(key);
+        }
+    }
+    let digest = Sha256::digest(canonical_json(&stripped).as_bytes());
+    URL_SAFE_NO_PAD.encode(digest)
+}
+
+/// Compact JSON with object keys sorted at every level, so that two equal
+/// values have one spelling.
+pub fn canonical_json(value: &Value) -> String {
+    fn sorted(value: &Value) -> Value {
+        match value {
+            Value::Object(obj) => {
+                let mut keys: Vec<&String> = obj.keys().collect();
+                keys.sort();
+                let mut out = Map::new();
+                for k in keys {
+                    out.insert(k.clone(), sorted(&obj[k]));
+                }
+                Value::Object(out)
+            }
+            Value::Array(items) => Value::Array(items.iter().map(sorted).collect()),
+            other => other.clone(),
+        }
+    }
+    sorted(value).to_string()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn key(b: u8) -> StateKey {
+        StateKey::new([b; 32])
+    }
+
+    fn call(params: &Value) -> ParkedCall {
+        ParkedCall {
+            handle: "h1".into(),
+            method: "tools/call".into(),
+            params_digest: params_digest(params),
+            expires_at_ms: 1_000,
+        }
+    }
+
+    #[test]
+    fn a_sealed_state_opens_for_its_own_request_only() {
+        let params = json!({"name": "t", "arguments": {"a": 1, "b": [1, 2]}});
+        let token = key(1).seal(&call(&params));
+        assert!(token.starts_with(PREFIX));
+        // The retry adds inputResponses, requestState and _meta, and may
+        // order keys differently: still the same request.
+        let retry = json!({"arguments": {"b": [1, 2], "a": 1}, "name": "t",
+            "inputResponses": {"k": {}}, "requestState": token, "_meta": {"x": 1}});
+        assert_eq!(
+            key(1).open(&token, "tools/call", &retry, 999),
+            Ok(call(&params))
+        );
+        assert_eq!(
+            key(1).open(&token, "tools/call", &retry, 1_001),
+            Err(StateError::Expired)
+        );
+        assert_eq!(
+            key(1).open(&token, "prompts/get", &retry, 5),
+            Err(StateError::Mismatch)
+        );
+        let other = json!({"name": "t", "arguments": {"a": 2, "b": [1, 2]}});
+        assert_eq!(
+            key(1).open(&token, "tools/call", &other, 5),
+            Err(StateError::Mismatch)
+        );
+        assert_eq!(
+            key(2).open(&token, "tools/call", &retry, 5),
+            Err(StateError::BadSeal)
+        );
+    }
+
+    #[test]
+    fn tampering_is_refused() {
+        let params = json!({"name": "t"});
+        let token = key(1).seal(&call(&params));
+        let (head, tag) = token.rsplit_once('.').expect("tag");
+        // Change the payload, keep the tag: the seal no longer matches.
+        let forged_payload = URL_SAFE_NO_PAD.encode(
+            json!({"h": "other", "m": "tools/call", "d": params_digest(&params), "x": 1_000})
+                .to_string(),
+        );
+        let forged = format!("{PREFIX}{forged_payload}.{tag}");
+        assert_eq!(
+            key(1).open(&forged, "tools/call", &params, 5),
+            Err(StateError::BadSeal)
+        );
+        for bad in [
+            &head[..head.len() - 1],
+            "sluice1.",
+            "upstream-state",
+            "sluice1.a.b",
+        ] {
+            let e = key(1)
+                .open(bad, "tools/call", &params, 5)
+                .expect_err("refused");
+            assert!(
+                matches!(e, StateError::Malformed | StateError::BadSeal),
+                "{bad}: {e:?}"
+            );
+        }
+    }
+
+    #[test]
+    fn canonical_json_sorts_keys_at_every_level() {
+        let a = json!({"b": 1, "a": {"d": [3, {"z": 1, "y": 2}], "c": null}});
+        assert_eq!(
+            canonical_json(&a),
+            r#"{"a":{"c":null,"d":[3,{"y":2,"z":1}]},"b":1}"#
+        );
+    }
+}

@@ -1,0 +1,219 @@
+//! Forwarding one call, and bridging a legacy upstream's mid-call questions
+//! to a 2026-07-28 client as MRTR rounds.
+//!
+//! A forwarded call runs on its own task (a [`Flight`]); the client's side
+//! drives it: notifications are relayed as they come, and the answer ends
+//! the drive. When the upstream asks the client something (sampling,
+//! elicitation, roots):
+//!
+//! - a legacy client that declared the capability is asked directly, on the
+//!   request's stream;
+//! - a modern client that declared it gets an `input_required` result. The
+//!   flight is **parked** under a random handle, and the client receives a
+//!   sealed `requestState` naming it (see `sluice_core::request_state`).
+//!   Its retry carries the answers in `inputResponses`; sluice opens the
+//!   state, hands the answers to the upstream, and drives the same flight
+//!   on. A state opens once: the parked flight is taken on use.
+//! - anyone else: the upstream gets an error for its question.
+//!
+//! A parked flight that no retry claims within the request timeout is
+//! dropped, which cancels the upstream call. Parked flights live in this
+//! process: with several replicas, a retry must reach the same one.
+
+use std::collections::HashMap;
+use std::sync::{Mutex, MutexGuard, PoisonError};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use rand::Rng;
+use serde_json::{Map, Value, json};
+use sluice_core::jsonrpc::{self, RpcError};
+use sluice_core::request_state::{self, ParkedCall, StateKey};
+use tokio::sync::{mpsc, oneshot};
+use tokio::task::JoinHandle;
+use tokio::time::Instant;
+
+use crate::downstream::RequestCtx;
+use crate::rescue::UpstreamError;
+use crate::upstream::{Connection, Related};
+
+/// The methods whose results may be `input_required` (MCP-NOTES §7.3).
+const BRIDGEABLE: [&str; 3] = ["tools/call", "prompts/get", "resources/read"];
+
+/// One forwarded call in progress.
+pub(crate) struct Flight {
+    pub(crate) related: mpsc::Receiver<Related>,
+    pub(crate) done: oneshot::Receiver<Result<Value, UpstreamError>>,
+    _task: AbortOnDrop,
+}
+
+/// Aborting the task drops the upstream request, which cancels it upstream.
+struct AbortOnDrop(JoinHandle<()>);
+
+struct Parked {
+    flight: Flight,
+    /// Answers owed to the upstream, by `inputRequests` key.
+    replies: Vec<(String, oneshot::Sender<Result<Value, RpcError>>)>,
+    expires: Instant,
+}
+
+/// The parked flights and the key that seals their states.
+pub(crate) struct Bridge {
+    key: StateKey,
+    parked: Mutex<HashMap<String, Parked>>,
+    ttl: Duration,
+}
+
+/// A question from the upstream: method, params, and where the answer goes.
+pub(crate) type Question = (String, Value, oneshot::Sender<Result<Value, RpcError>>);
+
+// === impl Flight ===
+
+impl Flight {
+    /// Starts `method` on `conn`, on its own task.
+    pub(crate) fn start(
+        conn: std::sync::Arc<Connection>,
+        method: &str,
+        params: Value,
+        ctx: &RequestCtx,
+        timeout: Duration,
+    ) -> Flight {
+        let (tx, related) = mpsc::channel(64);
+        let (done_tx, done) = oneshot::channel();
+        let method = method.to_owned();
+        let caps = ctx.client_capabilities.clone();
+        let task = tokio::spawn(async move {
+            let outcome = conn
+                .request(&method, params, &caps, Some(tx), timeout)
+                .await;
+            let _ = done_tx.send(outcome);
+        });
+        Flight {
+            related,
+            done,
+            _task: AbortOnDrop(task),
+        }
+    }
+}
+
+impl Drop for AbortOnDrop {
+    fn drop(&mut self) {
+        self.0.abort();
+    }
+}
+
+// === impl Bridge ===
+
+impl Bridge {
+    pub(crate) fn new(ttl: Duration) -> Self {
+        Bridge {
+            key: StateKey::new(rand::rng().random()),
+            parked: Mutex::new(HashMap::new()),
+            ttl,
+        }
+    }
+
+    fn lock(&self) -> MutexGuard<'_, HashMap<String, Parked>> {
+        self.parked.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Whether this request is a retry of a call sluice parked.
+    pub(crate) fn is_resumption(ctx: &RequestCtx, method: &str, params: &Value) -> bool {
+        ctx.era == sluice_core::protocol::Era::Modern
+            && BRIDGEABLE.contains(&method)
+            && params
+                .get("requestState")
+                .and_then(Value::as_str)
+                .is_some_and(|s| s.starts_with(request_state::PREFIX))
+    }
+
+    /// Parks a flight with its questions; returns the `input_required`
+    /// result for the client.
+    pub(crate) fn park(
+        &self,
+        method: &str,
+        params: &Value,
+        flight: Flight,
+        questions: Vec<Question>,
+    ) -> Value {
+        let handle: [u8; 16] = rand::rng().random();
+        let handle: String = handle.iter().map(|b| format!("{b:02x}")).collect();
+        let state = self.key.seal(&ParkedCall {
+            handle: handle.clone(),
+            method: method.to_owned(),
+            params_digest: request_state::params_digest(params),
+            expires_at_ms: now_ms().saturating_add(self.ttl.as_millis() as u64),
+        });
+        let mut requests = Map::new();
+        let mut replies = Vec::new();
+        for (method, params, reply) in questions {
+            let key = format!("sluice-{}", replies.len() + 1);
+            requests.insert(key.clone(), json!({"method": method, "params": params}));
+            replies.push((key, reply));
+        }
+        let mut parked = self.lock();
+        let now = Instant::now();
+        parked.retain(|_, p| p.expires > now);
+        parked.insert(
+            handle,
+            Parked {
+                flight,
+                replies,
+                expires: now + self.ttl,
+            },
+        );
+        json!({"resultType": "input_required", "inputRequests": requests, "requestState": state})
+    }
+
+    /// Opens a retry's state, gives the upstream the client's answers, and
+    /// returns the flight to drive on.
+    pub(crate) fn resume(&self, method: &str, params: &Value) -> Result<Flight, RpcError> {
+        let token = params
+            .get("requestState")
+            .and_then(Value::as_str)
+            .unwrap_or_default();
+        let call = self
+            .key
+            .open(token, method, params, now_ms())
+            .map_err(|e| RpcError::invalid_params(e.to_string()))?;
+        let parked = self.lock().remove(&call.handle).ok_or_else(|| {
+            RpcError::invalid_params(
+                "requestState refers to no open call: already answered, or expired",
+            )
+        })?;
+        let answers = params.get("inputResponses").and_then(Value::as_object);
+        for (key, reply) in parked.replies {
+            let answer = answers.and_then(|a| a.get(&key)).cloned().ok_or_else(|| {
+                RpcError::new(
+                    jsonrpc::INVALID_PARAMS,
+                    format!("the client gave no answer for {key}"),
+                )
+            });
+            let _ = reply.send(answer);
+        }
+        Ok(parked.flight)
+    }
+}
+
+/// Whether the client declared the capability a question needs.
+pub(crate) fn declared(ctx: &RequestCtx, method: &str) -> bool {
+    let capability = match method {
+        "sampling/createMessage" => "sampling",
+        "elicitation/create" => "elicitation",
+        "roots/list" => "roots",
+        _ => return false,
+    };
+    ctx.client_capabilities
+        .get(capability)
+        .is_some_and(|c| !c.is_null())
+}
+
+/// Whether a method's result may be `input_required`.
+pub(crate) fn bridgeable(method: &str) -> bool {
+    BRIDGEABLE.contains(&method)
+}
+
+fn now_ms() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| d.as_millis() as u64)
+}
