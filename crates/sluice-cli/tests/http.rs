@@ -69,19 +69,9 @@ async fn progress_switches_the_answer_to_sse() {
         .await;
     // Without a progress token nothing precedes the result: plain JSON.
     assert_eq!(resp.headers()["content-type"], "application/json");
-    let mut params = json!({"name": "fx__progress", "arguments": {"steps": 2, "delay_ms": 10}});
-    params["_meta"] = modern_meta(json!({}));
-    params["_meta"]["progressToken"] = json!(77);
-    let resp = s
-        .post(
-            &json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": params}),
-            &[
-                ("mcp-protocol-version", "2026-07-28"),
-                ("mcp-method", "tools/call"),
-                ("mcp-name", "fx__progress"),
-            ],
-        )
-        .await;
+    let params = json!({"name": "fx__progress", "arguments": {"steps": 2, "delay_ms": 10},
+        "_meta": {"progressToken": 77}});
+    let resp = s.modern(2, "tools/call", params).await;
     assert!(
         resp.headers()["content-type"]
             .to_str()
@@ -381,19 +371,9 @@ async fn http_upstreams_of_both_eras() {
         assert_eq!(first_text(&r), up);
     }
     // Progress from an HTTP upstream's SSE answer reaches the client.
-    let mut params = json!({"name": "hl__progress", "arguments": {"steps": 2, "delay_ms": 5}});
-    params["_meta"] = modern_meta(json!({}));
-    params["_meta"]["progressToken"] = json!("p");
-    let resp = s
-        .post(
-            &json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": params}),
-            &[
-                ("mcp-protocol-version", "2026-07-28"),
-                ("mcp-method", "tools/call"),
-                ("mcp-name", "hl__progress"),
-            ],
-        )
-        .await;
+    let params = json!({"name": "hl__progress", "arguments": {"steps": 2, "delay_ms": 5},
+        "_meta": {"progressToken": "p"}});
+    let resp = s.modern(2, "tools/call", params).await;
     let all = messages(resp).await;
     assert_eq!(all.len(), 3, "{all:?}");
     assert_eq!(all[0]["params"]["progressToken"], json!("p"));

@@ -222,8 +222,13 @@ impl HttpSluice {
     }
 
     /// A modern POST with the headers a 2026-07-28 client sends.
+    /// Keys already in `params._meta` (a progress token, ...) are kept.
     pub async fn modern(&self, id: i64, method: &str, mut params: Value) -> reqwest::Response {
-        params["_meta"] = modern_meta(json!({}));
+        let mut meta = modern_meta(json!({}));
+        if let (Some(meta), Some(extra)) = (meta.as_object_mut(), params["_meta"].as_object()) {
+            meta.extend(extra.clone());
+        }
+        params["_meta"] = meta;
         let mut req = self
             .client
             .post(&self.url)
