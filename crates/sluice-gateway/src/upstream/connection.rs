@@ -400,7 +400,7 @@ impl Shared {
             "notifications/cancelled" | "notifications/subscriptions/acknowledged" => {}
             _ => {
                 let message = jsonrpc::notification(&method, params.clone());
-                let sink = related.cloned().or_else(|| self.latest_inflight());
+                let sink = related.cloned().or_else(|| self.guess_related());
                 match sink {
                     Some(sink) => {
                         let _ = sink.try_send(Related::Notification(message));
@@ -414,7 +414,14 @@ impl Shared {
         }
     }
 
-    fn latest_inflight(&self) -> Option<RelatedSink> {
+    /// Where traffic that names no request goes. Over HTTP the stream it
+    /// came on says which request it belongs to, so nothing is guessed: a
+    /// message on the GET stream belongs to no request. Over stdio nothing
+    /// says, and the most recent request still in flight is the best guess.
+    fn guess_related(&self) -> Option<RelatedSink> {
+        if matches!(self.wire, Wire::Http(_)) {
+            return None;
+        }
         self.lock_routes()
             .inflight
             .iter()
@@ -435,7 +442,7 @@ impl Shared {
         related: Option<&RelatedSink>,
     ) {
         let shared = Arc::clone(self);
-        let sink = related.cloned().or_else(|| self.latest_inflight());
+        let sink = related.cloned().or_else(|| self.guess_related());
         tokio::spawn(async move {
             let outcome = if method == "ping" {
                 Ok(json!({}))
