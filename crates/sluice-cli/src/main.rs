@@ -58,10 +58,11 @@ enum ConfigCommand {
 
 #[derive(clap::Args)]
 struct ConfigArgs {
-    /// The sluice.toml to use.
+    /// The sluice.toml to use (or $SLUICE_CONFIG).
     #[arg(
         long,
         value_name = "FILE",
+        env = "SLUICE_CONFIG",
         default_value = "sluice.toml",
         conflicts_with = "mcp_json"
     )]
