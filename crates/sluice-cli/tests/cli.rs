@@ -204,3 +204,37 @@ async fn children_get_only_the_configured_environment_and_their_stderr_is_logged
     assert!(names.iter().all(|n| allowed.contains(n)), "{names:?}");
     child.kill().await.unwrap();
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_child_that_never_finishes_its_handshake_is_ended_before_the_next_try() {
+    let dir = tempfile::tempdir().unwrap();
+    let pids = dir.path().join("pids");
+    let script = format!(
+        "echo $$ >> {}; exec {} --start hang",
+        pids.display(),
+        fixture_bin()
+    );
+    let config = format!(
+        "[server]\nstartup_timeout = \"1s\"\nshutdown_grace = \"1s\"\n[[upstream]]\nname = \"stuck\"\ncommand = \"sh\"\nargs = [\"-c\", {script:?}]\n"
+    );
+    let s = HttpSluice::start(&config).await;
+    // Several attempts (1 s each, backoff 250 ms, 500 ms, 1 s, ...).
+    tokio::time::sleep(Duration::from_millis(4500)).await;
+    let started: Vec<String> = std::fs::read_to_string(&pids)
+        .unwrap()
+        .lines()
+        .map(String::from)
+        .collect();
+    assert!(started.len() >= 2, "expected retries, got {started:?}");
+    let alive: Vec<&String> = started
+        .iter()
+        .filter(|pid| {
+            std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|s| !s.contains(") Z "))
+        })
+        .collect();
+    assert!(
+        alive.len() <= 1,
+        "failed attempts left children running: {alive:?} of {started:?}"
+    );
+    drop(s);
+}

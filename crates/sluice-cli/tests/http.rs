@@ -149,6 +149,21 @@ async fn the_guards_refuse_before_dispatch() {
     let resp = s.post(&json!([list]), &[]).await;
     assert_eq!(resp.status(), 400);
     assert_eq!(body(resp).await["error"]["code"], json!(-32600));
+    // /health needs no auth, but a foreign Host is still refused.
+    let resp = s
+        .client
+        .get(format!("{}/health", s.base))
+        .header("host", "evil.example.com")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(resp.status(), 403);
+    // A notification for an ended session is 404, like a request.
+    let note = json!({"jsonrpc": "2.0", "method": "notifications/initialized"});
+    assert_eq!(
+        s.post(&note, &[("mcp-session-id", "gone")]).await.status(),
+        404
+    );
     // Legacy traffic without a session.
     let legacy = json!({"jsonrpc": "2.0", "id": 2, "method": "tools/list"});
     assert_eq!(s.post(&legacy, &[]).await.status(), 400);
@@ -530,4 +545,45 @@ async fn sampling_is_relayed_on_the_legacy_call_stream_and_answered_by_post() {
     let fin = events.next().await;
     assert_eq!(fin["id"], json!(5));
     assert!(first_text(&fin).contains("yes, over http"), "{fin}");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn unanswered_mrtr_rounds_do_not_make_a_healthy_upstream_look_hung() {
+    let s = HttpSluice::start(&format!(
+        "[server]\nrequest_timeout = \"1s\"\n{}",
+        fixture_upstream("leg", &["--era", "legacy"])
+    ))
+    .await;
+    for id in 1..=4 {
+        let mut params = json!({"name": "leg__sample", "arguments": {"prompt": "never answered"}});
+        params["_meta"] = modern_meta(json!({"sampling": {}}));
+        let resp = s
+            .post(
+                &json!({"jsonrpc": "2.0", "id": id, "method": "tools/call", "params": params}),
+                &[
+                    ("mcp-protocol-version", "2026-07-28"),
+                    ("mcp-method", "tools/call"),
+                    ("mcp-name", "leg__sample"),
+                ],
+            )
+            .await;
+        assert_eq!(
+            body(resp).await["result"]["resultType"],
+            json!("input_required")
+        );
+    }
+    // Every parked call times out upstream; none of it is a hang.
+    tokio::time::sleep(Duration::from_millis(2500)).await;
+    let h = s.health().await;
+    assert_eq!(h["upstreams"]["leg"]["restarts"], json!(0), "{h}");
+    let r = body(
+        s.modern(
+            9,
+            "tools/call",
+            json!({"name": "leg__echo", "arguments": {"text": "ok"}}),
+        )
+        .await,
+    )
+    .await;
+    assert_eq!(first_text(&r), "ok");
 }

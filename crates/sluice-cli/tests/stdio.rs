@@ -515,9 +515,11 @@ async fn a_modern_client_answers_a_legacy_upstreams_sampling_through_mrtr() {
     // A state opens once.
     let replay = s.request(3, "tools/call", retry).await;
     assert_eq!(replay["error"]["code"], json!(-32602), "{replay}");
-    // A tampered or foreign state is refused, naming no part of it.
+    // A tampered state is refused, naming no part of it. (A state of
+    // another key, such as an inner sluice's, is forwarded instead.)
     let mut forged = state.clone();
-    forged.insert(10, 'x');
+    let payload_end = forged.rfind('.').unwrap();
+    forged.insert(payload_end - 1, 'x');
     let bad = s
         .request(
             4,
@@ -549,4 +551,85 @@ async fn a_modern_client_that_cannot_sample_gets_the_upstreams_own_refusal() {
         .await;
     assert_eq!(r["result"]["resultType"], json!("complete"), "{r}");
     assert_eq!(r["result"]["isError"], json!(true), "{r}");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_legacy_client_answers_a_modern_upstreams_input_request() {
+    let mut s = StdioSluice::start(&fixture_upstream("mod", &["--era", "modern"])).await;
+    s.initialize(json!({"sampling": {}})).await;
+    s.send(json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call",
+        "params": {"name": "mod__sample", "arguments": {"prompt": "from a modern server"}}}))
+        .await;
+    let request = loop {
+        let m = s.recv().await;
+        if m.get("id").is_some() {
+            break m;
+        }
+    };
+    assert_eq!(
+        request["method"],
+        json!("sampling/createMessage"),
+        "{request}"
+    );
+    s.send(json!({"jsonrpc": "2.0", "id": request["id"], "result": {
+        "role": "assistant", "content": {"type": "text", "text": "legacy answer"}, "model": "m", "stopReason": "endTurn"}}))
+        .await;
+    let r = s.response(1).await;
+    assert!(first_text(&r).contains("legacy answer"), "{r}");
+    assert!(r["result"].get("resultType").is_none(), "{r}");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_state_binds_the_tool_the_client_named() {
+    let config = format!(
+        "{}{}",
+        fixture_upstream("a", &["--era", "legacy"]),
+        fixture_upstream("b", &["--era", "legacy"])
+    );
+    let mut s = StdioSluice::start(&config).await;
+    let call = |name: &str, extra: Value| {
+        let mut p = json!({"name": name, "arguments": {"prompt": "same"}, "_meta": modern_meta(json!({"sampling": {}}))});
+        if let (Some(p), Some(extra)) = (p.as_object_mut(), extra.as_object()) {
+            p.extend(extra.clone());
+        }
+        p
+    };
+    let first = s
+        .request(1, "tools/call", call("a__sample", json!({})))
+        .await;
+    let state = first["result"]["requestState"].as_str().unwrap().to_owned();
+    let answer = json!({"sluice-1": {"role": "assistant", "content": {"type": "text", "text": "x"}, "model": "m"}});
+    let other = s
+        .request(
+            2,
+            "tools/call",
+            call(
+                "b__sample",
+                json!({"inputResponses": answer, "requestState": state}),
+            ),
+        )
+        .await;
+    assert_eq!(
+        other["error"]["code"],
+        json!(-32602),
+        "a's state must not resume a call to b: {other}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn stdin_closing_ends_sluice_even_with_a_listen_open() {
+    let mut s = StdioSluice::start(&fixture_upstream("fx", &[])).await;
+    s.send(
+        json!({"jsonrpc": "2.0", "id": 1, "method": "subscriptions/listen",
+        "params": {"_meta": modern_meta(json!({})), "notifications": {"toolsListChanged": true}}}),
+    )
+    .await;
+    let ack = s.recv().await;
+    assert_eq!(
+        ack["method"],
+        json!("notifications/subscriptions/acknowledged"),
+        "{ack}"
+    );
+    let status = s.finish().await;
+    assert!(status.success());
 }

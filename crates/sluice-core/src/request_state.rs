@@ -11,7 +11,9 @@
 //! the call's params and an expiry: a tampered, foreign, stale or replayed
 //! state is refused (MCP-NOTES §7.3 "server rules").
 //!
-//! Wire form: `sluice1.<base64url(payload JSON)>.<base64url(mac)>`.
+//! Wire form: `sluice1.<key id>.<base64url(payload JSON)>.<base64url(mac)>`.
+//! The key id tells one sluice's states from another's, so that a sluice
+//! in front of another sluice forwards the inner one's states untouched.
 
 use base64::Engine;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
@@ -19,13 +21,16 @@ use hmac::{Hmac, KeyInit, Mac};
 use serde_json::{Map, Value, json};
 use sha2::{Digest, Sha256};
 
-/// Every state sluice issues starts with this; any other `requestState`
-/// belongs to the upstream and is forwarded untouched.
+/// Every state sluice issues starts with this, then its key id.
 pub const PREFIX: &str = "sluice1.";
 
 /// The secret that seals states, made by the shell at start.
 #[derive(Clone)]
-pub struct StateKey([u8; 32]);
+pub struct StateKey {
+    secret: [u8; 32],
+    /// `sluice1.<key id>.`: what this key's states start with.
+    prefix: String,
+}
 
 /// What a state says, once its seal is checked.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -64,13 +69,24 @@ type HmacSha256 = Hmac<Sha256>;
 
 impl StateKey {
     /// A key from 32 random bytes.
-    pub fn new(bytes: [u8; 32]) -> Self {
-        StateKey(bytes)
+    pub fn new(secret: [u8; 32]) -> Self {
+        // The id is public: a digest of the secret reveals nothing of it.
+        let id = URL_SAFE_NO_PAD.encode(&Sha256::digest(secret)[..6]);
+        StateKey {
+            secret,
+            prefix: format!("{PREFIX}{id}."),
+        }
+    }
+
+    /// Whether `token` was sealed with this key (by its prefix alone; the
+    /// seal is checked by [`StateKey::open`]).
+    pub fn issued(&self, token: &str) -> bool {
+        token.starts_with(&self.prefix)
     }
 
     fn mac(&self) -> HmacSha256 {
         // HMAC takes a key of any length; 32 bytes never fails.
-        <HmacSha256 as KeyInit>::new_from_slice(&self.0)
+        <HmacSha256 as KeyInit>::new_from_slice(&self.secret)
             .unwrap_or_else(|_| unreachable!("HMAC accepts any key length"))
     }
 
@@ -86,7 +102,7 @@ impl StateKey {
         let mut mac = self.mac();
         mac.update(payload.as_bytes());
         let tag = URL_SAFE_NO_PAD.encode(mac.finalize().into_bytes());
-        format!("{PREFIX}{payload}.{tag}")
+        format!("{}{payload}.{tag}", self.prefix)
     }
 
     /// Checks a state's seal and expiry, and that it belongs to this request.
@@ -97,7 +113,9 @@ impl StateKey {
         params: &Value,
         now_ms: u64,
     ) -> Result<ParkedCall, StateError> {
-        let body = token.strip_prefix(PREFIX).ok_or(StateError::Malformed)?;
+        let body = token
+            .strip_prefix(&self.prefix)
+            .ok_or(StateError::Malformed)?;
         let (payload, tag) = body.split_once('.').ok_or(StateError::Malformed)?;
         let tag = URL_SAFE_NO_PAD
             .decode(tag)
@@ -186,6 +204,8 @@ mod tests {
         let params = json!({"name": "t", "arguments": {"a": 1, "b": [1, 2]}});
         let token = key(1).seal(&call(&params));
         assert!(token.starts_with(PREFIX));
+        assert!(key(1).issued(&token));
+        assert!(!key(2).issued(&token), "another sluice's state is not ours");
         // The retry adds inputResponses, requestState and _meta, and may
         // order keys differently: still the same request.
         let retry = json!({"arguments": {"b": [1, 2], "a": 1}, "name": "t",
@@ -207,10 +227,13 @@ mod tests {
             key(1).open(&token, "tools/call", &other, 5),
             Err(StateError::Mismatch)
         );
+        // Another key's states are not even of this key's form.
         assert_eq!(
             key(2).open(&token, "tools/call", &retry, 5),
-            Err(StateError::BadSeal)
+            Err(StateError::Malformed)
         );
+        assert!(key(1).issued(&token));
+        assert!(!key(2).issued(&token));
     }
 
     #[test]
@@ -223,16 +246,17 @@ mod tests {
             json!({"h": "other", "m": "tools/call", "d": params_digest(&params), "x": 1_000})
                 .to_string(),
         );
-        let forged = format!("{PREFIX}{forged_payload}.{tag}");
+        let forged = format!("{}{forged_payload}.{tag}", key(1).prefix);
         assert_eq!(
             key(1).open(&forged, "tools/call", &params, 5),
             Err(StateError::BadSeal)
         );
+        let short = format!("{}a.b", key(1).prefix);
         for bad in [
             &head[..head.len() - 1],
             "sluice1.",
             "upstream-state",
-            "sluice1.a.b",
+            short.as_str(),
         ] {
             let e = key(1)
                 .open(bad, "tools/call", &params, 5)

@@ -116,14 +116,15 @@ impl Bridge {
         self.parked.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
-    /// Whether this request is a retry of a call sluice parked.
-    pub(crate) fn is_resumption(ctx: &RequestCtx, method: &str, params: &Value) -> bool {
+    /// Whether this request is a retry of a call this sluice parked (a
+    /// modern upstream's own state, or another sluice's, is forwarded).
+    pub(crate) fn is_resumption(&self, ctx: &RequestCtx, method: &str, params: &Value) -> bool {
         ctx.era == sluice_core::protocol::Era::Modern
             && BRIDGEABLE.contains(&method)
             && params
                 .get("requestState")
                 .and_then(Value::as_str)
-                .is_some_and(|s| s.starts_with(request_state::PREFIX))
+                .is_some_and(|s| self.key.issued(s))
     }
 
     /// Parks a flight with its questions; returns the `input_required`

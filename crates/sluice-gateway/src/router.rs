@@ -15,7 +15,7 @@ use sluice_core::jsonrpc::{self, RpcError};
 use sluice_core::protocol::{self, CacheHints, Era};
 use tokio::sync::broadcast;
 
-use crate::bridge::{self, Bridge, Flight, Question};
+use crate::bridge::{self, Flight, Question};
 use crate::downstream::{ClientSession, RequestCtx};
 use crate::gateway::{ClientEvent, Gateway};
 use crate::upstream::{Related, Upstream};
@@ -28,6 +28,9 @@ const CATALOG_HINTS: CacheHints = CacheHints {
     ttl_ms: 0,
     public: true,
 };
+/// The most MRTR rounds one request may take.
+const MAX_INPUT_ROUNDS: usize = 10;
+
 /// The longest a request waits for upstreams still starting.
 const SETTLE_WAIT_MAX: std::time::Duration = std::time::Duration::from_secs(10);
 
@@ -159,11 +162,13 @@ impl Gateway {
         let Some(route) = route.cloned() else {
             return Err(RpcError::invalid_params(format!("Unknown {what}: {name}")));
         };
+        let client_params = params.clone();
         if let Some(obj) = params.as_object_mut() {
             obj.insert("name".into(), route.name.clone().into());
         }
         let upstream = self.upstream_named(&route.upstream)?;
-        self.forward(ctx, upstream, method, params).await
+        self.forward(ctx, upstream, method, &client_params, params)
+            .await
     }
 
     async fn read_resource(&self, ctx: &RequestCtx, params: Value) -> Result<Value, RpcError> {
@@ -173,7 +178,8 @@ impl Gateway {
             ));
         };
         let upstream = self.resource_owner(uri)?;
-        self.forward(ctx, upstream, "resources/read", params).await
+        self.forward(ctx, upstream, "resources/read", &params.clone(), params)
+            .await
     }
 
     async fn subscribe_resource(
@@ -188,7 +194,9 @@ impl Gateway {
             ));
         };
         let upstream = self.resource_owner(&uri)?;
-        let result = self.forward(ctx, upstream, method, params).await?;
+        let result = self
+            .forward(ctx, upstream, method, &params.clone(), params)
+            .await?;
         if let Some(session) = &ctx.session {
             if method == "resources/subscribe" {
                 session.subscribe(&uri);
@@ -253,8 +261,14 @@ impl Gateway {
                 ));
             }
         };
-        self.forward(ctx, upstream, "completion/complete", params)
-            .await
+        self.forward(
+            ctx,
+            upstream,
+            "completion/complete",
+            &params.clone(),
+            params,
+        )
+        .await
     }
 
     /// Sets the level on every connected legacy upstream that offers
@@ -352,26 +366,91 @@ impl Gateway {
     /// Forwards one request and relays what the upstream sends about it
     /// (progress, logging, server-to-client requests) to the client, until
     /// the answer comes or the request timeout passes.
+    /// Forwards a request (`params` as the upstream must see it; the
+    /// client's own `client_params` bind an MRTR state to what the client
+    /// asked).
     async fn forward(
         &self,
         ctx: &RequestCtx,
         upstream: &Upstream,
         method: &str,
-        params: Value,
+        client_params: &Value,
+        mut params: Value,
     ) -> Result<Value, RpcError> {
-        let flight = if Bridge::is_resumption(ctx, method, &params) {
-            self.bridge.resume(method, &params)?
+        let conn = if self.bridge.is_resumption(ctx, method, &params) {
+            None
         } else {
-            let conn = upstream.connection().map_err(|e| e.to_rpc())?;
-            Flight::start(
-                conn,
-                method,
-                params.clone(),
-                ctx,
-                self.config.server.request_timeout,
-            )
+            Some(upstream.connection().map_err(|e| e.to_rpc())?)
         };
-        self.drive(ctx, method, &params, flight).await
+        for _ in 0..MAX_INPUT_ROUNDS {
+            let flight = match &conn {
+                None => self.bridge.resume(method, client_params)?,
+                Some(conn) => Flight::start(
+                    Arc::clone(conn),
+                    method,
+                    params.clone(),
+                    ctx,
+                    self.config.server.request_timeout,
+                ),
+            };
+            let result = self.drive(ctx, method, client_params, flight).await?;
+            // A modern upstream asking a legacy client something: ask it
+            // directly, then retry with its answers (MRTR, the other way).
+            let input_required =
+                result.get("resultType").and_then(Value::as_str) == Some("input_required");
+            if !(input_required && ctx.era == Era::Legacy && conn.is_some()) {
+                return Ok(result);
+            }
+            self.answer_for_legacy_client(ctx, &result, &mut params)
+                .await?;
+        }
+        Err(RpcError::new(
+            jsonrpc::INTERNAL_ERROR,
+            format!("the upstream asked for input more than {MAX_INPUT_ROUNDS} times"),
+        ))
+    }
+
+    /// Puts a legacy client's answers to an upstream's `inputRequests` into
+    /// the retry's params, with the upstream's `requestState` echoed.
+    async fn answer_for_legacy_client(
+        &self,
+        ctx: &RequestCtx,
+        result: &Value,
+        params: &mut Value,
+    ) -> Result<(), RpcError> {
+        let mut answers = serde_json::Map::new();
+        let requests = result.get("inputRequests").and_then(Value::as_object);
+        for (key, request) in requests.into_iter().flatten() {
+            let method = request
+                .get("method")
+                .and_then(Value::as_str)
+                .unwrap_or_default();
+            let link = ctx
+                .link
+                .as_ref()
+                .filter(|l| l.takes_requests() && bridge::declared(ctx, method));
+            let Some(link) = link else {
+                return Err(RpcError::new(
+                    jsonrpc::INTERNAL_ERROR,
+                    format!(
+                        "the upstream needs {method:?} from the client, which did not declare it"
+                    ),
+                ));
+            };
+            let question = request.get("params").cloned().unwrap_or(Value::Null);
+            let answer = link
+                .request(method, question, self.config.server.request_timeout)
+                .await?;
+            answers.insert(key.clone(), answer);
+        }
+        if let Some(obj) = params.as_object_mut() {
+            obj.insert("inputResponses".into(), Value::Object(answers));
+            match result.get("requestState") {
+                Some(state) => obj.insert("requestState".into(), state.clone()),
+                None => obj.remove("requestState"),
+            };
+        }
+        Ok(())
     }
 
     /// Drives a flight until the upstream answers, relaying what it sends
@@ -385,17 +464,18 @@ impl Gateway {
         mut flight: Flight,
     ) -> Result<Value, RpcError> {
         let may_park = ctx.era == Era::Modern && bridge::bridgeable(call);
+        let token = params.pointer("/_meta/progressToken").cloned();
         loop {
             tokio::select! {
                 // What the upstream sent before its answer goes out first.
                 biased;
                 Some(item) = flight.related.recv() => {
                     let Related::Request { method, params: q, reply } = item else {
-                        self.relay(ctx, item).await;
+                        self.relay(ctx, item, token.as_ref()).await;
                         continue;
                     };
                     if !(may_park && bridge::declared(ctx, &method)) {
-                        self.relay(ctx, Related::Request { method, params: q, reply }).await;
+                        self.relay(ctx, Related::Request { method, params: q, reply }, None).await;
                         continue;
                     }
                     // Questions sent together are asked together.
@@ -405,14 +485,14 @@ impl Gateway {
                             Related::Request { method, params: q, reply } if bridge::declared(ctx, &method) => {
                                 questions.push((method, q, reply));
                             }
-                            other => self.relay(ctx, other).await,
+                            other => self.relay(ctx, other, token.as_ref()).await,
                         }
                     }
                     return Ok(self.bridge.park(call, params, flight, questions));
                 }
                 outcome = &mut flight.done => {
                     while let Ok(item) = flight.related.try_recv() {
-                        self.relay(ctx, item).await;
+                        self.relay(ctx, item, token.as_ref()).await;
                     }
                     return match outcome {
                         Ok(outcome) => outcome.map_err(|e| e.to_rpc()),
@@ -423,9 +503,17 @@ impl Gateway {
         }
     }
 
-    async fn relay(&self, ctx: &RequestCtx, item: Related) {
+    /// Relays one related message to the client; progress carries the
+    /// client's `token` (and is dropped when the request has none).
+    async fn relay(&self, ctx: &RequestCtx, item: Related, token: Option<&Value>) {
         match item {
-            Related::Notification(message) => {
+            Related::Notification(mut message) => {
+                if message.get("method").and_then(Value::as_str) == Some("notifications/progress") {
+                    match (token, message.pointer_mut("/params/progressToken")) {
+                        (Some(token), Some(slot)) => *slot = token.clone(),
+                        _ => return,
+                    }
+                }
                 let is_log =
                     message.get("method").and_then(Value::as_str) == Some("notifications/message");
                 if is_log && !ctx.wants_logs {

@@ -130,7 +130,12 @@ async fn expire_sessions(state: Arc<HttpState>) {
     }
 }
 
-async fn health(State(state): State<Arc<HttpState>>) -> Response {
+async fn health(State(state): State<Arc<HttpState>>, headers: HeaderMap) -> Response {
+    // No auth here, but no DNS rebinding either: a web page must not read
+    // the upstreams' states through the user's browser.
+    if let Err(refused) = check_origin(&headers, state.loopback) {
+        return refused.into_response();
+    }
     json_response(StatusCode::OK, &state.gateway.health(), None)
 }
 
@@ -163,15 +168,19 @@ async fn post_mcp(
                 legacy_request(state, &headers, id, method, params).await
             }
         }
-        Message::Notification { method, params } => {
-            if let Ok(Some(session)) = state.session(&headers) {
-                session.touch();
-                if method == "notifications/cancelled" {
-                    session.cancel(&params);
+        Message::Notification { method, params } => match state.session(&headers) {
+            Ok(session) => {
+                if let Some(session) = session {
+                    session.touch();
+                    if method == "notifications/cancelled" {
+                        session.cancel(&params);
+                    }
                 }
+                StatusCode::ACCEPTED.into_response()
             }
-            StatusCode::ACCEPTED.into_response()
-        }
+            // An ended session: the client must initialize again.
+            Err(refused) => refused.into_response(),
+        },
         Message::Response { id, outcome } => match state.session(&headers) {
             Ok(Some(session)) => {
                 session.touch();

@@ -45,6 +45,9 @@ pub struct RequestCtx {
 #[derive(Clone)]
 pub struct ClientLink {
     tx: mpsc::Sender<Value>,
+    /// Cancelled when the client is gone although `tx` stays open (stdio:
+    /// stdin closed, while stdout still takes the last answers).
+    gone: Option<CancellationToken>,
     /// Where the client's answers to relayed requests arrive; `None` when
     /// the client cannot take server-to-client requests (modern era).
     answers: Option<Arc<Pending>>,
@@ -76,7 +79,17 @@ pub struct ClientSession {
 impl ClientLink {
     /// A link that can also carry server-to-client requests.
     pub(crate) fn new(tx: mpsc::Sender<Value>, answers: Option<Arc<Pending>>) -> Self {
-        ClientLink { tx, answers }
+        ClientLink {
+            tx,
+            gone: None,
+            answers,
+        }
+    }
+
+    /// The same link, also closed when `gone` is cancelled.
+    pub(crate) fn until(mut self, gone: CancellationToken) -> Self {
+        self.gone = Some(gone);
+        self
     }
 
     /// Sends a notification; `false` when the client is gone.
@@ -86,7 +99,13 @@ impl ClientLink {
 
     /// Resolves when the client stopped listening.
     pub(crate) async fn closed(&self) {
-        self.tx.closed().await;
+        match &self.gone {
+            Some(gone) => tokio::select! {
+                () = self.tx.closed() => {}
+                () = gone.cancelled() => {}
+            },
+            None => self.tx.closed().await,
+        }
     }
 
     /// Whether the link can carry server-to-client requests.

@@ -51,6 +51,7 @@ pub async fn serve(
     let mut frames = FramedRead::new(input, codec);
     let mut client = StdioClient {
         gateway: Arc::clone(&gateway),
+        input_closed: CancellationToken::new(),
         out: out_tx.clone(),
         session: None,
         // Modern requests have no session; their cancellations are tracked
@@ -80,6 +81,7 @@ pub async fn serve(
         }
         client.handle_line(&line).await;
     }
+    client.input_closed.cancel();
     if let Some(session) = &client.session {
         session.closed.cancel();
     }
@@ -90,6 +92,9 @@ pub async fn serve(
 
 struct StdioClient {
     gateway: Arc<Gateway>,
+    /// Cancelled when stdin ends: requests in flight still get their
+    /// answers, but open-ended ones (`subscriptions/listen`) end.
+    input_closed: CancellationToken,
     out: mpsc::Sender<Value>,
     session: Option<Arc<ClientSession>>,
     modern_inflight: Arc<Mutex<HashMap<String, CancellationToken>>>,
@@ -169,7 +174,7 @@ impl StdioClient {
             era,
             request_id: id.clone(),
             client_capabilities: caps,
-            link: Some(ClientLink::new(self.out.clone(), answers)),
+            link: Some(ClientLink::new(self.out.clone(), answers).until(self.input_closed.clone())),
             session: self.session.clone().filter(|_| era == Era::Legacy),
         };
         let gateway = Arc::clone(&self.gateway);

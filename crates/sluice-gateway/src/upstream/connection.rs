@@ -20,7 +20,7 @@
 //! client cancellation) sends `notifications/cancelled` upstream.
 
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::Duration;
 
@@ -100,13 +100,16 @@ pub(crate) struct Shared {
     pub(crate) closed: CancellationToken,
     pub(crate) wire: Wire,
     timeouts_in_a_row: AtomicU32,
+    /// Messages received so far: a timeout while the upstream kept talking
+    /// (say, a question the client never answered) is not a hang.
+    received: AtomicU64,
     client_info: Value,
 }
 
 #[derive(Default)]
 struct Routes {
-    /// sluice's progress token -> (the client's token, its sink).
-    progress: HashMap<String, (Value, RelatedSink)>,
+    /// sluice's progress token -> the sink of the request it belongs to.
+    progress: HashMap<String, RelatedSink>,
     /// Requests in flight that can take related traffic, oldest first.
     inflight: Vec<(u64, RelatedSink)>,
 }
@@ -211,6 +214,7 @@ impl Shared {
             closed: CancellationToken::new(),
             wire,
             timeouts_in_a_row: AtomicU32::new(0),
+            received: AtomicU64::new(0),
             client_info,
         })
     }
@@ -253,6 +257,7 @@ impl Shared {
             self.lock_routes().inflight.push((id, sink.clone()));
         }
         let name_header = name_of(method, &params);
+        let received_before = self.received.load(Ordering::Relaxed);
         let message = jsonrpc::request(json!(id), method, params);
         let exchange = async {
             match &self.wire {
@@ -277,10 +282,22 @@ impl Shared {
                 }
             }
         };
+        // Over HTTP nothing else wakes a request when the connection ends
+        // (a reconnect, shutdown): it must not wait on.
+        let exchange = async {
+            tokio::select! {
+                outcome = exchange => outcome,
+                () = self.closed.cancelled() => Ok(Err(None)),
+            }
+        };
         let outcome = match tokio::time::timeout(timeout, exchange).await {
             Ok(outcome) => outcome,
             Err(_) => {
-                self.note_timeout();
+                if self.received.load(Ordering::Relaxed) == received_before {
+                    self.note_timeout();
+                } else {
+                    self.timeouts_in_a_row.store(0, Ordering::Relaxed);
+                }
                 return Err(UpstreamError::Timeout {
                     upstream: self.name.to_string(),
                     after: timeout,
@@ -299,9 +316,9 @@ impl Shared {
         }
     }
 
-    /// Rewrites the request's progress token to one of sluice's own and
-    /// remembers the client's, or removes it when there is no one to relay
-    /// progress to.
+    /// Replaces the client's progress token with one of sluice's own (the
+    /// client's is put back by the router), or removes it when there is no
+    /// one to relay progress to.
     fn route_progress(
         &self,
         id: u64,
@@ -309,13 +326,13 @@ impl Shared {
         related: Option<&RelatedSink>,
     ) -> Option<String> {
         let meta = params.get_mut("_meta").and_then(Value::as_object_mut)?;
-        let original = meta.remove("progressToken")?;
+        meta.remove("progressToken")?;
         let sink = related?;
         let ours = format!("sluice-{id}");
         meta.insert("progressToken".into(), ours.clone().into());
         self.lock_routes()
             .progress
-            .insert(ours.clone(), (original, sink.clone()));
+            .insert(ours.clone(), sink.clone());
         Some(ours)
     }
 
@@ -347,6 +364,7 @@ impl Shared {
         message: Message,
         related: Option<&RelatedSink>,
     ) {
+        self.received.fetch_add(1, Ordering::Relaxed);
         match message {
             Message::Response { id, outcome } => {
                 self.timeouts_in_a_row.store(0, Ordering::Relaxed);
@@ -364,27 +382,21 @@ impl Shared {
         }
     }
 
-    fn dispatch_notification(
-        &self,
-        method: String,
-        mut params: Value,
-        related: Option<&RelatedSink>,
-    ) {
+    fn dispatch_notification(&self, method: String, params: Value, related: Option<&RelatedSink>) {
         match method.as_str() {
             "notifications/progress" => {
+                // Relayed with sluice's token; the router puts back the
+                // token of the client request being served now (after an
+                // MRTR round, that is the retry's).
                 let token = params.get("progressToken").and_then(Value::as_str);
                 let routes = self.lock_routes();
-                let Some((original, sink)) = token.and_then(|t| routes.progress.get(t)) else {
-                    return;
-                };
-                if let Some(obj) = params.as_object_mut() {
-                    obj.insert("progressToken".into(), original.clone());
+                if let Some(sink) = token.and_then(|t| routes.progress.get(t)) {
+                    // Progress is advisory: a client too slow to take it
+                    // loses some, it never stalls the upstream's reader.
+                    let _ = sink.try_send(Related::Notification(jsonrpc::notification(
+                        &method, params,
+                    )));
                 }
-                // Progress is advisory: a client too slow to take it loses
-                // some, it never stalls the upstream's reader.
-                let _ = sink.try_send(Related::Notification(jsonrpc::notification(
-                    &method, params,
-                )));
             }
             "notifications/tools/list_changed"
             | "notifications/prompts/list_changed"

@@ -171,20 +171,10 @@ pub(crate) async fn supervise(
     loop {
         let (events_tx, mut events) = mpsc::channel(256);
         let started = Instant::now();
-        let connected = tokio::select! {
-            c = tokio::time::timeout(settings.startup_timeout, connect(&up.config, &settings, events_tx)) => c,
-            () = shutdown.cancelled() => break,
-        };
-        let conn = match connected {
-            Ok(Ok(conn)) => Arc::new(conn),
-            failed => {
-                let reason = match failed {
-                    Ok(Err(reason)) => reason,
-                    _ => format!(
-                        "did not finish its handshake within {:?}",
-                        settings.startup_timeout
-                    ),
-                };
+        let conn = match connect(&up.config, &settings, events_tx, &shutdown).await {
+            Ok(conn) => Arc::new(conn),
+            Err(_) if shutdown.is_cancelled() => break,
+            Err(reason) => {
                 tracing::warn!(upstream = up.name(), "upstream failed to start: {reason}");
                 up.update(|s| {
                     s.state = "failed";
@@ -210,7 +200,12 @@ pub(crate) async fn supervise(
             s.era = Some(era_name(desc.era));
             s.protocol_version = Some(desc.protocol_version.clone());
         });
-        refresh_catalog(&up, &hub, &conn, &settings).await;
+        if !refresh_or_stop(&up, &hub, &conn, &settings, &shutdown).await {
+            conn.shutdown(settings.shutdown_grace).await;
+            up.set_connection(None);
+            up.update(|s| s.state = "stopped");
+            return;
+        }
         settle();
 
         let mut refresh_at: Option<Instant> = None;
@@ -237,7 +232,12 @@ pub(crate) async fn supervise(
                 },
                 () = refresh_due => {
                     refresh_at = None;
-                    refresh_catalog(&up, &hub, &conn, &settings).await;
+                    if !refresh_or_stop(&up, &hub, &conn, &settings, &shutdown).await {
+                        conn.shutdown(settings.shutdown_grace).await;
+                        up.set_connection(None);
+                        up.update(|s| s.state = "stopped");
+                        return;
+                    }
                 }
             }
         }
@@ -298,6 +298,21 @@ fn era_name(era: Era) -> &'static str {
     match era {
         Era::Modern => "modern",
         Era::Legacy => "legacy",
+    }
+}
+
+/// Reads the catalog unless shutdown comes first (`false`); a connection
+/// lost meanwhile ends the read at once (its requests fail).
+async fn refresh_or_stop(
+    up: &Upstream,
+    hub: &Hub,
+    conn: &Connection,
+    settings: &Settings,
+    shutdown: &CancellationToken,
+) -> bool {
+    tokio::select! {
+        () = refresh_catalog(up, hub, conn, settings) => true,
+        () = shutdown.cancelled() => false,
     }
 }
 
@@ -394,11 +409,13 @@ async fn read_catalog(
     Ok(catalog)
 }
 
-/// Connects and completes the handshake.
+/// Connects and completes the handshake within `startup_timeout`; on any
+/// failure the child (if any) is ended before returning.
 async fn connect(
     config: &UpstreamConfig,
     settings: &Settings,
     events: mpsc::Sender<UpstreamEvent>,
+    shutdown: &CancellationToken,
 ) -> Result<Connection, String> {
     let name: Arc<str> = Arc::from(config.name.as_str());
     let shared = match &config.transport {
@@ -436,7 +453,24 @@ async fn connect(
             )
         }
     };
-    let description = handshake(&shared, settings).await?;
+    let handshake = tokio::select! {
+        h = tokio::time::timeout(settings.startup_timeout, handshake(&shared, settings)) => h.unwrap_or_else(|_| {
+            Err(format!("did not finish its handshake within {:?}", settings.startup_timeout))
+        }),
+        () = shutdown.cancelled() => Err("sluice is shutting down".to_owned()),
+    };
+    let description = match handshake {
+        Ok(description) => description,
+        Err(reason) => {
+            // Nothing else will end this child: its reader holds the
+            // connection alive until the process is gone.
+            shared.close();
+            if let Wire::Stdio(stdio) = &shared.wire {
+                stdio.terminate(&shared.name, settings.shutdown_grace).await;
+            }
+            return Err(reason);
+        }
+    };
     match (description.era, &shared.wire) {
         (Era::Legacy, Wire::Http(wire)) => wire.listen(Arc::clone(&shared)),
         (Era::Legacy, Wire::Stdio(_)) => {}
@@ -496,7 +530,9 @@ async fn handshake(shared: &Arc<Shared>, settings: &Settings) -> Result<ServerDe
             json!({}),
             &json!({}),
             None,
-            PROBE_TIMEOUT.min(settings.startup_timeout),
+            // Half the start budget at most, so that `initialize` still
+            // has time after a probe that is never answered.
+            PROBE_TIMEOUT.min(settings.startup_timeout / 2),
         )
         .await;
     let verdict = match &probe {

@@ -18,7 +18,7 @@ use process_wrap::tokio::{ChildWrapper, CommandWrap, KillOnDrop, ProcessGroup};
 use serde_json::Value;
 use sluice_core::jsonrpc::Message;
 use sluice_core::protocol::Era;
-use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
+use tokio::io::AsyncWriteExt;
 use tokio::process::{ChildStderr, ChildStdout};
 use tokio::sync::{Mutex, mpsc};
 use tokio_util::codec::{AnyDelimiterCodec, AnyDelimiterCodecError, FramedRead};
@@ -169,11 +169,31 @@ impl StdioReaders {
 }
 
 async fn log_stderr(name: Arc<str>, stderr: ChildStderr) {
-    let mut lines = BufReader::new(stderr).split(b'\n');
-    while let Ok(Some(line)) = lines.next_segment().await {
-        let text = String::from_utf8_lossy(&line);
-        let text = &text[..text.floor_char_boundary(MAX_LOGGED_STDERR_LINE)];
-        tracing::info!(target: "sluice::upstream::stderr", upstream = %name, "{}", text.trim_end());
+    // Lines are capped like stdout's: a child that never writes a newline
+    // must not make sluice buffer its whole output.
+    let codec =
+        AnyDelimiterCodec::new_with_max_length(b"\n".to_vec(), Vec::new(), MAX_LOGGED_STDERR_LINE);
+    let mut lines = FramedRead::new(stderr, codec);
+    let mut skipped = false;
+    loop {
+        let line = match lines.next().await {
+            Some(line) => line,
+            // After a decode error the stream pauses once with `None`;
+            // reading on resumes after the skipped line.
+            None if std::mem::take(&mut skipped) => continue,
+            None => break,
+        };
+        match line {
+            Ok(line) => {
+                let text = String::from_utf8_lossy(&line);
+                tracing::info!(target: "sluice::upstream::stderr", upstream = %name, "{}", text.trim_end());
+            }
+            Err(AnyDelimiterCodecError::MaxChunkLengthExceeded) => {
+                skipped = true;
+                tracing::info!(target: "sluice::upstream::stderr", upstream = %name, "(a stderr line longer than {MAX_LOGGED_STDERR_LINE} bytes was skipped)");
+            }
+            Err(AnyDelimiterCodecError::Io(_)) => break,
+        }
     }
 }
 
