@@ -65,6 +65,8 @@ pub struct Federation {
     resource_templates: Vec<Value>,
     prompts: Vec<Value>,
     tool_routes: HashMap<String, Route>,
+    /// Exposed tool name -> index in `tools`.
+    tool_index: HashMap<String, usize>,
     prompt_routes: HashMap<String, Route>,
     resource_owners: HashMap<String, String>,
     templates: Vec<(UriTemplate, String)>,
@@ -144,6 +146,9 @@ impl Federation {
         if let Some(obj) = entry.as_object_mut() {
             obj.insert("name".into(), exposed.clone().into());
         }
+        if kind == ListKind::Tools {
+            self.tool_index.insert(exposed.clone(), list.len());
+        }
         list.push(entry);
         routes.insert(
             exposed,
@@ -198,6 +203,13 @@ impl Federation {
             ListKind::ResourceTemplates => &self.resource_templates,
             ListKind::Prompts => &self.prompts,
         }
+    }
+
+    /// A tool's definition as the client sees it.
+    pub fn tool(&self, exposed: &str) -> Option<&Value> {
+        self.tool_index
+            .get(exposed)
+            .and_then(|&i| self.tools.get(i))
     }
 
     /// Where a namespaced tool goes.
@@ -360,6 +372,10 @@ mod tests {
             })
         );
         assert_eq!(fed.route_tool("c__echo"), None);
+        assert_eq!(
+            fed.tool("b__echo"),
+            Some(&json!({"name": "b__echo", "x-extra": 1}))
+        );
         assert_eq!(
             fed.route_prompt("b__p").map(|r| r.upstream.as_str()),
             Some("b")

@@ -16,6 +16,8 @@
 //!   of results for the era of the client that reads them.
 //! - [`config`]: `sluice.toml` and `mcp.json`, validated with one diagnostic
 //!   per problem.
+//! - [`headers`]: the SEP-2243 headers of 2026-07-28 HTTP (`Mcp-Name`,
+//!   `Mcp-Param-*`): their encoding, and which a tool's schema asks for.
 //! - [`naming`]: how upstream tool and prompt names are namespaced.
 //! - [`discovery`]: the pagination walk over an upstream list, as a state
 //!   machine fed with pages.
@@ -44,6 +46,7 @@
 pub mod catalog;
 pub mod config;
 pub mod discovery;
+pub mod headers;
 pub mod jsonrpc;
 pub mod naming;
 pub mod protocol;

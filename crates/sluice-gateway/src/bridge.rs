@@ -69,13 +69,15 @@ pub(crate) type Question = (String, Value, oneshot::Sender<Result<Value, RpcErro
 // === impl Flight ===
 
 impl Flight {
-    /// Starts `method` on `conn`, on its own task.
+    /// Starts `method` on `conn`, on its own task. `headers` are the
+    /// `Mcp-Param-*` headers for a modern HTTP upstream.
     pub(crate) fn start(
         conn: std::sync::Arc<Connection>,
         method: &str,
         params: Value,
         ctx: &RequestCtx,
         timeout: Duration,
+        headers: Vec<(String, String)>,
     ) -> Flight {
         let (tx, related) = mpsc::channel(64);
         let (done_tx, done) = oneshot::channel();
@@ -83,7 +85,7 @@ impl Flight {
         let caps = ctx.client_capabilities.clone();
         let task = tokio::spawn(async move {
             let outcome = conn
-                .request(&method, params, &caps, Some(tx), timeout)
+                .request(&method, params, &caps, Some(tx), timeout, &headers)
                 .await;
             let _ = done_tx.send(outcome);
         });

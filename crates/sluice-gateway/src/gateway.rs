@@ -44,6 +44,10 @@ pub(crate) struct Hub {
     events: broadcast::Sender<ClientEvent>,
     /// How many upstreams finished their first connection attempt.
     settled: watch::Sender<usize>,
+    /// Resource subscriptions held upstream: (upstream, URI) -> how many
+    /// client sessions want it. An upstream connection is shared, so it is
+    /// subscribed once and unsubscribed when the last session lets go.
+    subscriptions: Mutex<HashMap<(String, String), usize>>,
 }
 
 /// Something to tell connected clients about.
@@ -78,6 +82,7 @@ impl Gateway {
             federation: RwLock::new(Arc::new(Federation::default())),
             events,
             settled: watch::Sender::new(0),
+            subscriptions: Mutex::new(HashMap::new()),
         });
         let upstreams: Vec<Arc<Upstream>> = config
             .upstreams
@@ -103,6 +108,29 @@ impl Gateway {
             shutdown,
             tracker,
         })
+    }
+
+    /// A legacy session ended (DELETE, expiry, stdin closed): its resource
+    /// subscriptions are released, upstream too when it was the last.
+    pub async fn end_session(&self, session: &crate::downstream::ClientSession) {
+        session.closed.cancel();
+        for (uri, upstream) in session.take_subscriptions() {
+            if !self.hub.release_subscription(&upstream, &uri) {
+                continue;
+            }
+            if let Some(Ok(conn)) = self.upstream(&upstream).map(|u| u.connection()) {
+                let _ = conn
+                    .request(
+                        "resources/unsubscribe",
+                        json!({"uri": uri}),
+                        &json!({}),
+                        None,
+                        self.config.server.request_timeout,
+                        &[],
+                    )
+                    .await;
+            }
+        }
     }
 
     /// Stops every upstream (children get SIGTERM, then SIGKILL after the
@@ -226,6 +254,54 @@ impl Hub {
         for method in changed {
             let _ = self.events.send(ClientEvent::ListChanged(method));
         }
+    }
+
+    /// One more session wants `uri` on `upstream`; `true` for the first
+    /// (sluice must subscribe upstream).
+    pub(crate) fn acquire_subscription(&self, upstream: &str, uri: &str) -> bool {
+        let mut subs = self
+            .subscriptions
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
+        let n = subs
+            .entry((upstream.to_owned(), uri.to_owned()))
+            .or_insert(0);
+        *n += 1;
+        *n == 1
+    }
+
+    /// One session less wants it; `true` for the last (sluice must
+    /// unsubscribe upstream).
+    pub(crate) fn release_subscription(&self, upstream: &str, uri: &str) -> bool {
+        let mut subs = self
+            .subscriptions
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
+        let key = (upstream.to_owned(), uri.to_owned());
+        match subs.get_mut(&key) {
+            Some(n) if *n > 1 => {
+                *n -= 1;
+                false
+            }
+            Some(_) => {
+                subs.remove(&key);
+                true
+            }
+            None => false,
+        }
+    }
+
+    /// The URIs some session wants on `upstream`: to subscribe again after
+    /// it reconnects.
+    pub(crate) fn subscribed(&self, upstream: &str) -> Vec<String> {
+        let subs = self
+            .subscriptions
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
+        subs.keys()
+            .filter(|(u, _)| u == upstream)
+            .map(|(_, uri)| uri.clone())
+            .collect()
     }
 
     /// One upstream finished its first connection attempt.

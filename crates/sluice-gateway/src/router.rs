@@ -11,6 +11,7 @@ use std::sync::Arc;
 
 use serde_json::{Value, json};
 use sluice_core::discovery::ListKind;
+use sluice_core::headers;
 use sluice_core::jsonrpc::{self, RpcError};
 use sluice_core::protocol::{self, CacheHints, Era};
 use tokio::sync::broadcast;
@@ -194,17 +195,39 @@ impl Gateway {
             ));
         };
         let upstream = self.resource_owner(&uri)?;
-        let result = self
-            .forward(ctx, upstream, method, &params.clone(), params)
-            .await?;
-        if let Some(session) = &ctx.session {
-            if method == "resources/subscribe" {
-                session.subscribe(&uri);
-            } else {
-                session.unsubscribe(&uri);
+        let Some(session) = &ctx.session else {
+            // No session to keep it in (a client that skipped initialize):
+            // pass it through.
+            return self
+                .forward(ctx, upstream, method, &params.clone(), params)
+                .await;
+        };
+        let name = upstream.name();
+        if method == "resources/subscribe" {
+            if !session.subscribe(&uri, name) {
+                return Ok(json!({}));
             }
+            if !self.hub.acquire_subscription(name, &uri) {
+                return Ok(json!({}));
+            }
+            let result = self
+                .forward(ctx, upstream, method, &params.clone(), params)
+                .await;
+            if result.is_err() {
+                session.unsubscribe(&uri);
+                self.hub.release_subscription(name, &uri);
+            }
+            result
+        } else {
+            let Some(held) = session.unsubscribe(&uri) else {
+                return Ok(json!({}));
+            };
+            if !self.hub.release_subscription(&held, &uri) {
+                return Ok(json!({}));
+            }
+            self.forward(ctx, upstream, method, &params.clone(), params)
+                .await
         }
-        Ok(result)
     }
 
     /// The upstream that serves a URI: the one that lists it, else the
@@ -289,6 +312,7 @@ impl Gateway {
                         &json!({}),
                         None,
                         self.config.server.request_timeout,
+                        &[],
                     )
                     .await;
             }
@@ -391,6 +415,7 @@ impl Gateway {
                     params.clone(),
                     ctx,
                     self.config.server.request_timeout,
+                    self.param_headers(ctx, method, client_params, &params),
                 ),
             };
             let result = self.drive(ctx, method, client_params, flight).await?;
@@ -408,6 +433,41 @@ impl Gateway {
             jsonrpc::INTERNAL_ERROR,
             format!("the upstream asked for input more than {MAX_INPUT_ROUNDS} times"),
         ))
+    }
+
+    /// The `Mcp-Param-*` headers for a tool call to a modern HTTP upstream:
+    /// those the tool's schema asks for, computed from the arguments, and
+    /// any others the client sent (an intermediary forwards what it does not
+    /// recognize; MCP-NOTES §4.4).
+    fn param_headers(
+        &self,
+        ctx: &RequestCtx,
+        method: &str,
+        client_params: &Value,
+        params: &Value,
+    ) -> Vec<(String, String)> {
+        if method != "tools/call" {
+            return Vec::new();
+        }
+        let fed = self.federation();
+        let exposed = client_params
+            .get("name")
+            .and_then(Value::as_str)
+            .unwrap_or_default();
+        let schema = fed
+            .tool(exposed)
+            .and_then(|t| t.get("inputSchema"))
+            .unwrap_or(&Value::Null);
+        let arguments = params.get("arguments").unwrap_or(&Value::Null);
+        let mut out = headers::declared(schema)
+            .map(|declared| headers::values(&declared, arguments))
+            .unwrap_or_default();
+        for (name, value) in &ctx.param_headers {
+            if !out.iter().any(|(n, _)| n == name) {
+                out.push((name.clone(), value.clone()));
+            }
+        }
+        out
     }
 
     /// Puts a legacy client's answers to an upstream's `inputRequests` into

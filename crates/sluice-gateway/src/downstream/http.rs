@@ -26,11 +26,11 @@ use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::response::sse::{Event, KeepAlive, Sse};
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
-use base64::Engine;
 use futures::{Stream, StreamExt, stream};
 use rand::Rng;
 use serde_json::{Value, json};
 use sluice_core::config::MCP_PATH;
+use sluice_core::headers;
 use sluice_core::jsonrpc::{self, Message, RpcError};
 use sluice_core::protocol::{self, Era};
 use tokio::net::TcpListener;
@@ -114,18 +114,20 @@ async fn expire_sessions(state: Arc<HttpState>) {
             () = tokio::time::sleep(every) => {}
             () = state.gateway.shutting_down() => return,
         }
-        let mut sessions = state.lock_sessions();
-        let before = sessions.len();
-        sessions.retain(|_, session| {
-            let keep = !session.idle_for(limit);
-            if !keep {
-                session.closed.cancel();
-            }
-            keep
-        });
-        let expired = before - sessions.len();
-        if expired > 0 {
-            tracing::info!("closed {expired} idle legacy session(s)");
+        let expired: Vec<Arc<ClientSession>> = {
+            let mut sessions = state.lock_sessions();
+            let idle: Vec<String> = sessions
+                .iter()
+                .filter(|(_, session)| session.idle_for(limit))
+                .map(|(id, _)| id.clone())
+                .collect();
+            idle.iter().filter_map(|id| sessions.remove(id)).collect()
+        };
+        if !expired.is_empty() {
+            tracing::info!("closing {} idle legacy session(s)", expired.len());
+        }
+        for session in expired {
+            state.gateway.end_session(&session).await;
         }
     }
 }
@@ -214,8 +216,19 @@ async fn modern_request(
     if let Err(e) = check_modern_headers(headers, &method, &params) {
         return rpc_error_response(StatusCode::BAD_REQUEST, id, e);
     }
+    if let Err(e) = check_param_headers(&state.gateway, headers, &method, &params) {
+        return rpc_error_response(StatusCode::BAD_REQUEST, id, e);
+    }
+    let param_headers = headers
+        .iter()
+        .filter(|(name, _)| name.as_str().starts_with(headers::PARAM_HEADER_PREFIX))
+        .filter_map(|(name, value)| {
+            Some((name.as_str().to_owned(), value.to_str().ok()?.to_owned()))
+        })
+        .collect();
     let ctx = RequestCtx {
         wants_logs: protocol::wants_log_messages(Era::Modern, &params),
+        param_headers,
         era: Era::Modern,
         request_id: id.clone(),
         client_capabilities: meta.client_capabilities,
@@ -285,6 +298,7 @@ async fn legacy_request(
     let cancel = session.track(&id);
     let ctx = RequestCtx {
         wants_logs: true,
+        param_headers: Vec::new(),
         era: Era::Legacy,
         request_id: id.clone(),
         client_capabilities: session.client_capabilities.clone(),
@@ -400,9 +414,10 @@ async fn delete_mcp(State(state): State<Arc<HttpState>>, headers: HeaderMap) -> 
     let Some(id) = headers.get("mcp-session-id").and_then(|v| v.to_str().ok()) else {
         return StatusCode::METHOD_NOT_ALLOWED.into_response();
     };
-    match state.lock_sessions().remove(id) {
+    let session = state.lock_sessions().remove(id);
+    match session {
         Some(session) => {
-            session.closed.cancel();
+            state.gateway.end_session(&session).await;
             StatusCode::OK.into_response()
         }
         None => StatusCode::NOT_FOUND.into_response(),
@@ -484,7 +499,7 @@ fn check_modern_headers(headers: &HeaderMap, method: &str, params: &Value) -> Re
     };
     if let Some(field) = name_field {
         let body = params.get(field).and_then(Value::as_str);
-        match header("mcp-name").map(decode_header_value) {
+        match header("mcp-name").map(headers::decode_value) {
             Some(Some(h)) if Some(h.as_str()) == body => {}
             Some(_) => {
                 return Err(mismatch(format!(
@@ -497,18 +512,50 @@ fn check_modern_headers(headers: &HeaderMap, method: &str, params: &Value) -> Re
     Ok(())
 }
 
-/// Decodes `=?base64?...?=` (SEP-2243); plain values stay as they are.
-fn decode_header_value(value: &str) -> Option<String> {
-    match value
-        .strip_prefix("=?base64?")
-        .and_then(|v| v.strip_suffix("?="))
-    {
-        Some(encoded) => base64::engine::general_purpose::STANDARD
-            .decode(encoded)
-            .ok()
-            .and_then(|bytes| String::from_utf8(bytes).ok()),
-        None => Some(value.to_owned()),
+/// SEP-2243: each argument a tool mirrors in an `Mcp-Param-*` header must
+/// come with that header, and the header must equal the argument (a server
+/// that processes the body MUST check; MCP-NOTES §4.4).
+fn check_param_headers(
+    gateway: &Gateway,
+    headers: &HeaderMap,
+    method: &str,
+    params: &Value,
+) -> Result<(), RpcError> {
+    if method != "tools/call" {
+        return Ok(());
     }
+    let fed = gateway.federation();
+    let tool = params
+        .get("name")
+        .and_then(Value::as_str)
+        .and_then(|n| fed.tool(n));
+    let schema = tool
+        .and_then(|t| t.get("inputSchema"))
+        .unwrap_or(&Value::Null);
+    // A tool whose declarations are invalid is unusable by clients anyway;
+    // the call goes on and the upstream decides.
+    let Ok(declared) = headers::declared(schema) else {
+        return Ok(());
+    };
+    let arguments = params.get("arguments").unwrap_or(&Value::Null);
+    for (name, expected) in headers::values(&declared, arguments) {
+        match headers.get(name.as_str()).and_then(|v| v.to_str().ok()) {
+            Some(got) if headers::matches(got, &expected) => {}
+            Some(_) => {
+                return Err(RpcError::new(
+                    jsonrpc::HEADER_MISMATCH,
+                    format!("header {name} does not match its argument"),
+                ));
+            }
+            None => {
+                return Err(RpcError::new(
+                    jsonrpc::HEADER_MISMATCH,
+                    format!("missing header {name}"),
+                ));
+            }
+        }
+    }
+    Ok(())
 }
 
 fn new_session_id() -> String {

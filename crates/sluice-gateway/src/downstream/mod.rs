@@ -9,7 +9,7 @@
 pub mod http;
 pub mod stdio;
 
-use std::collections::{HashMap, HashSet};
+use std::collections::HashMap;
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::Duration;
 
@@ -39,6 +39,10 @@ pub struct RequestCtx {
     /// Whether `notifications/message` may reach the client for this
     /// request.
     pub wants_logs: bool,
+    /// The `Mcp-Param-*` headers the request came with (2026-07-28 HTTP),
+    /// lowercase names: an intermediary forwards the ones it does not
+    /// recognize.
+    pub param_headers: Vec<(String, String)>,
 }
 
 /// A way to send messages to the client while one request is open.
@@ -62,8 +66,8 @@ pub struct ClientSession {
     pub client_capabilities: Value,
     /// The client's answers to relayed requests.
     pub(crate) answers: Arc<Pending>,
-    /// Resource URIs the client subscribed to.
-    subscriptions: Mutex<HashSet<String>>,
+    /// Resource URIs the client subscribed to, and the upstream of each.
+    subscriptions: Mutex<HashMap<String, String>>,
     /// Where notifications unrelated to a request go (the GET stream, or
     /// stdout); `None` while the client has no such stream open.
     standalone: Mutex<Option<mpsc::Sender<Value>>>,
@@ -154,7 +158,7 @@ impl ClientSession {
             protocol_version,
             client_capabilities,
             answers: Arc::new(Pending::default()),
-            subscriptions: Mutex::new(HashSet::new()),
+            subscriptions: Mutex::new(HashMap::new()),
             standalone: Mutex::new(None),
             inflight: Mutex::new(HashMap::new()),
             last_seen: Mutex::new(Instant::now()),
@@ -183,12 +187,21 @@ impl ClientSession {
         *Self::lock(&self.standalone) = Some(tx);
     }
 
-    pub(crate) fn subscribe(&self, uri: &str) {
-        Self::lock(&self.subscriptions).insert(uri.to_owned());
+    /// Records a subscription; `false` if the client already had it.
+    pub(crate) fn subscribe(&self, uri: &str, upstream: &str) -> bool {
+        Self::lock(&self.subscriptions)
+            .insert(uri.to_owned(), upstream.to_owned())
+            .is_none()
     }
 
-    pub(crate) fn unsubscribe(&self, uri: &str) {
-        Self::lock(&self.subscriptions).remove(uri);
+    /// Forgets a subscription; the upstream it was on, if the client had it.
+    pub(crate) fn unsubscribe(&self, uri: &str) -> Option<String> {
+        Self::lock(&self.subscriptions).remove(uri)
+    }
+
+    /// Every subscription, forgotten: the session is ending.
+    pub(crate) fn take_subscriptions(&self) -> Vec<(String, String)> {
+        Self::lock(&self.subscriptions).drain().collect()
     }
 
     /// Registers a request so `notifications/cancelled` can stop it.
@@ -230,7 +243,7 @@ impl ClientSession {
                             .get("uri")
                             .and_then(Value::as_str)
                             .unwrap_or_default();
-                        if !Self::lock(&session.subscriptions).contains(uri) {
+                        if !Self::lock(&session.subscriptions).contains_key(uri) {
                             continue;
                         }
                         jsonrpc::notification("notifications/resources/updated", params)

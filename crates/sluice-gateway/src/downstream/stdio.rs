@@ -82,6 +82,7 @@ pub async fn serve(
         client.handle_line(&line).await;
     }
     client.input_closed.cancel();
+    // The process is ending: upstreams go with it, nothing to unsubscribe.
     if let Some(session) = &client.session {
         session.closed.cancel();
     }
@@ -140,7 +141,7 @@ impl StdioClient {
             let (result, session) = self.gateway.initialize(&params);
             session.set_standalone(self.out.clone());
             if let Some(old) = self.session.replace(session) {
-                old.closed.cancel();
+                self.gateway.end_session(&old).await;
             }
             let _ = self.out.send(jsonrpc::response(id, Ok(result))).await;
             return;
@@ -171,6 +172,7 @@ impl StdioClient {
         };
         let ctx = RequestCtx {
             wants_logs: protocol::wants_log_messages(era, &params),
+            param_headers: Vec::new(),
             era,
             request_id: id.clone(),
             client_capabilities: caps,

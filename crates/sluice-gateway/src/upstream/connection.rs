@@ -163,7 +163,8 @@ impl Connection {
     ///
     /// `client_capabilities` are declared to a modern upstream on this
     /// request. `related`, when given, receives the request's progress,
-    /// logging and server-to-client requests.
+    /// logging and server-to-client requests. `headers` are extra HTTP
+    /// headers (`Mcp-Param-*`) for a modern HTTP upstream.
     pub(crate) async fn request(
         &self,
         method: &str,
@@ -171,6 +172,7 @@ impl Connection {
         client_capabilities: &Value,
         related: Option<RelatedSink>,
         timeout: Duration,
+        headers: &[(String, String)],
     ) -> Result<Value, UpstreamError> {
         self.shared
             .request(
@@ -180,6 +182,7 @@ impl Connection {
                 client_capabilities,
                 related,
                 timeout,
+                headers,
             )
             .await
     }
@@ -229,6 +232,7 @@ impl Shared {
         self.routes.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
+    #[allow(clippy::too_many_arguments)]
     pub(crate) async fn request(
         self: &Arc<Self>,
         era: Era,
@@ -237,6 +241,7 @@ impl Shared {
         client_capabilities: &Value,
         related: Option<RelatedSink>,
         timeout: Duration,
+        headers: &[(String, String)],
     ) -> Result<Value, UpstreamError> {
         if self.closed.is_cancelled() {
             return Err(UpstreamError::Lost {
@@ -275,6 +280,7 @@ impl Shared {
                         id,
                         method,
                         name_header.as_deref(),
+                        headers,
                         &message,
                         related.as_ref(),
                     )

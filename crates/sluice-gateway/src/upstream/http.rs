@@ -13,10 +13,10 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
-use base64::Engine;
 use futures::StreamExt;
 use http::{HeaderMap, HeaderName, HeaderValue, StatusCode, header};
 use serde_json::Value;
+use sluice_core::headers;
 use sluice_core::jsonrpc::Message;
 use sluice_core::protocol::{self, Era};
 use sse_stream::SseByteStream;
@@ -76,7 +76,13 @@ impl HttpWire {
             HeaderValue::try_from(version).ok();
     }
 
-    fn headers(&self, era: Era, method: Option<&str>, name: Option<&str>) -> HeaderMap {
+    fn headers(
+        &self,
+        era: Era,
+        method: Option<&str>,
+        name: Option<&str>,
+        params: &[(String, String)],
+    ) -> HeaderMap {
         let mut h = self.configured.clone();
         // Computed headers always win over configured ones.
         h.insert(
@@ -97,9 +103,18 @@ impl HttpWire {
                     h.insert("mcp-method", method);
                 }
                 if let Some(name) =
-                    name.and_then(|n| HeaderValue::try_from(encode_header_value(n)).ok())
+                    name.and_then(|n| HeaderValue::try_from(headers::encode_value(n)).ok())
                 {
                     h.insert("mcp-name", name);
+                }
+                for (name, value) in params {
+                    let header = (
+                        HeaderName::try_from(name.as_str()),
+                        HeaderValue::try_from(value.as_str()),
+                    );
+                    if let (Ok(name), Ok(value)) = header {
+                        h.insert(name, value);
+                    }
                 }
             }
             Era::Legacy => {
@@ -129,13 +144,14 @@ impl HttpWire {
         era: Era,
         method: Option<&str>,
         name: Option<&str>,
+        params: &[(String, String)],
         message: &Value,
     ) -> reqwest::Result<reqwest::Response> {
         let body = serde_json::to_vec(message).unwrap_or_default();
         let resp = self
             .client
             .post(&self.url)
-            .headers(self.headers(era, method, name))
+            .headers(self.headers(era, method, name, params))
             .body(body)
             .send()
             .await?;
@@ -157,12 +173,13 @@ impl HttpWire {
         id: u64,
         method: &str,
         name: Option<&str>,
+        params: &[(String, String)],
         message: &Value,
         related: Option<&RelatedSink>,
     ) -> Result<Answer, UpstreamError> {
         let upstream = || shared.name.to_string();
         let resp = self
-            .post(era, Some(method), name, message)
+            .post(era, Some(method), name, params, message)
             .await
             .map_err(|_| UpstreamError::Lost {
                 upstream: upstream(),
@@ -240,14 +257,14 @@ impl HttpWire {
     /// POSTs a notification; the answer (202) carries nothing.
     pub(crate) async fn notify(&self, shared: &Shared, era: Era, message: &Value) {
         let method = message.get("method").and_then(Value::as_str);
-        if let Err(e) = self.post(era, method, None, message).await {
+        if let Err(e) = self.post(era, method, None, &[], message).await {
             tracing::debug!(upstream = %shared.name, "notification not delivered: {e}");
         }
     }
 
     /// POSTs the client's answer to a server-to-client request.
     pub(crate) async fn post_reply(&self, era: Era, message: &Value) {
-        let _ = self.post(era, None, None, message).await;
+        let _ = self.post(era, None, None, &[], message).await;
     }
 
     /// Ends a legacy session with DELETE (best effort).
@@ -276,7 +293,7 @@ impl HttpWire {
         tokio::spawn(async move {
             let mut failures = 0;
             while !shared.closed.is_cancelled() && failures < GET_STREAM_RETRIES {
-                let mut headers = wire.headers(Era::Legacy, None, None);
+                let mut headers = wire.headers(Era::Legacy, None, None, &[]);
                 headers.remove(header::CONTENT_TYPE);
                 headers.insert(
                     header::ACCEPT,
@@ -348,39 +365,4 @@ fn capped_events(
         Ok(chunk)
     });
     SseByteStream::new(Box::pin(bytes)).inspect(move |_| since_event.store(0, Ordering::Relaxed))
-}
-
-/// SEP-2243 header encoding: plain when the value is safe visible ASCII,
-/// else `=?base64?...?=`.
-pub(crate) fn encode_header_value(value: &str) -> String {
-    let plain = !value.is_empty()
-        && value.bytes().all(|b| (0x20..0x7f).contains(&b))
-        && !value.starts_with(' ')
-        && !value.ends_with(' ')
-        && !value.starts_with("=?base64?");
-    if plain {
-        value.to_owned()
-    } else {
-        format!(
-            "=?base64?{}?=",
-            base64::engine::general_purpose::STANDARD.encode(value)
-        )
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn header_values_are_encoded_when_unsafe() {
-        assert_eq!(encode_header_value("get_weather"), "get_weather");
-        assert_eq!(encode_header_value("file:///a b.txt"), "file:///a b.txt");
-        assert_eq!(encode_header_value(" x"), "=?base64?IHg=?=");
-        assert_eq!(encode_header_value("héllo"), "=?base64?aMOpbGxv?=");
-        assert_eq!(
-            encode_header_value("=?base64?x"),
-            "=?base64?PT9iYXNlNjQ/eA==?="
-        );
-    }
 }

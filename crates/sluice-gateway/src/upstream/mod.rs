@@ -200,6 +200,26 @@ pub(crate) async fn supervise(
             s.era = Some(era_name(desc.era));
             s.protocol_version = Some(desc.protocol_version.clone());
         });
+        // Subscriptions clients hold survive a reconnect.
+        for uri in hub.subscribed(up.name()) {
+            let params = json!({"uri": uri});
+            if let Err(e) = conn
+                .request(
+                    "resources/subscribe",
+                    params,
+                    &json!({}),
+                    None,
+                    settings.request_timeout,
+                    &[],
+                )
+                .await
+            {
+                tracing::warn!(
+                    upstream = up.name(),
+                    "could not subscribe again to a resource: {e}"
+                );
+            }
+        }
         if !refresh_or_stop(&up, &hub, &conn, &settings, &shutdown).await {
             conn.shutdown(settings.shutdown_grace).await;
             up.set_connection(None);
@@ -379,6 +399,7 @@ async fn read_catalog(
                             &json!({}),
                             None,
                             request_timeout.min(remaining),
+                            &[],
                         )
                         .await;
                     step = match answer {
@@ -511,6 +532,7 @@ fn listen_for_changes(shared: &Arc<Shared>, capabilities: &Value) {
                 &json!({}),
                 None,
                 LISTEN_LIFETIME,
+                &[],
             )
             .await;
         if let Err(e) = outcome
@@ -533,6 +555,7 @@ async fn handshake(shared: &Arc<Shared>, settings: &Settings) -> Result<ServerDe
             // Half the start budget at most, so that `initialize` still
             // has time after a probe that is never answered.
             PROBE_TIMEOUT.min(settings.startup_timeout / 2),
+            &[],
         )
         .await;
     let verdict = match &probe {
@@ -584,6 +607,7 @@ async fn initialize(
             &json!({}),
             None,
             settings.startup_timeout,
+            &[],
         )
         .await
         .map_err(|e| match e {
