@@ -30,7 +30,7 @@ async fn modern_requests_are_stateless_and_carry_modern_fields() {
     assert_eq!(resp.headers()["content-type"], "application/json");
     let r = body(resp).await;
     assert_eq!(r["result"]["resultType"], json!("complete"));
-    assert_eq!(r["result"]["tools"].as_array().unwrap().len(), 10);
+    assert_eq!(r["result"]["tools"].as_array().unwrap().len(), 11);
     let r = body(
         s.modern(
             2,
@@ -216,7 +216,7 @@ async fn a_legacy_session_lives_from_initialize_to_delete() {
         .await,
     )
     .await;
-    assert_eq!(r["result"]["tools"].as_array().unwrap().len(), 10);
+    assert_eq!(r["result"]["tools"].as_array().unwrap().len(), 11);
     assert!(
         r["result"].get("resultType").is_none(),
         "legacy results carry no resultType"
@@ -346,7 +346,7 @@ async fn health_shows_the_version_and_each_upstream() {
         .await;
     assert_eq!(h["version"], json!(env!("CARGO_PKG_VERSION")));
     assert_eq!(h["status"], json!("degraded"));
-    assert_eq!(h["upstreams"]["ok"]["tools"], json!(10));
+    assert_eq!(h["upstreams"]["ok"]["tools"], json!(11));
     assert_eq!(h["upstreams"]["ok"]["catalog"], json!("complete"));
     assert!(matches!(
         h["upstreams"]["dead"]["state"].as_str(),
@@ -586,4 +586,67 @@ async fn unanswered_mrtr_rounds_do_not_make_a_healthy_upstream_look_hung() {
     )
     .await;
     assert_eq!(first_text(&r), "ok");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn param_headers_are_checked_coming_in_and_computed_going_out() {
+    let mut upstream = spawn_http_fixture(&["--era", "modern"]).await;
+    let s = HttpSluice::start(&config(
+        "",
+        &format!("[[upstream]]\nname = \"mh\"\nurl = \"{}\"\n", upstream.1),
+    ))
+    .await;
+    s.wait_health(|h| h["upstreams"]["mh"]["state"] == json!("ready"))
+        .await;
+    let call = |region: &str| {
+        json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {
+            "name": "mh__header_echo", "arguments": {"region": region, "count": 3},
+            "_meta": modern_meta(json!({}))}})
+    };
+    let base = [
+        ("mcp-protocol-version", "2026-07-28"),
+        ("mcp-method", "tools/call"),
+        ("mcp-name", "mh__header_echo"),
+    ];
+
+    // A modern client that mirrors its arguments: sluice checks, recomputes
+    // for the upstream, and forwards the header it does not know.
+    let mut h = base.to_vec();
+    h.extend([
+        ("mcp-param-region", "=?base64?IGV1IHdlc3Q=?="),
+        ("mcp-param-count", "3"),
+        ("mcp-param-extra", "1"),
+    ]);
+    let r = body(s.post(&call(" eu west"), &h).await).await;
+    assert_eq!(
+        first_text(&r),
+        "region= eu west count=3 params=mcp-param-count,mcp-param-extra,mcp-param-region",
+        "{r}"
+    );
+    // Missing or different: refused by sluice itself, before the upstream.
+    let mut h = base.to_vec();
+    h.push(("mcp-param-count", "3"));
+    let resp = s.post(&call("eu"), &h).await;
+    assert_eq!(resp.status(), 400);
+    assert_eq!(body(resp).await["error"]["code"], json!(-32020));
+    let mut h = base.to_vec();
+    h.extend([("mcp-param-region", "us"), ("mcp-param-count", "3")]);
+    let resp = s.post(&call("eu"), &h).await;
+    assert_eq!(resp.status(), 400);
+
+    // A legacy client sends no such headers; sluice computes them.
+    let session = initialize(&s, json!({})).await;
+    let legacy = json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call",
+        "params": {"name": "mh__header_echo", "arguments": {"region": "eu", "count": 7}}});
+    let r = body(
+        s.post(&legacy, &[("mcp-session-id", session.as_str())])
+            .await,
+    )
+    .await;
+    assert_eq!(
+        first_text(&r),
+        "region=eu count=7 params=mcp-param-count,mcp-param-region",
+        "{r}"
+    );
+    upstream.0.kill().await.unwrap();
 }

@@ -10,8 +10,18 @@ use common::*;
 use serde_json::{Value, json};
 
 /// The fixture's ten fixed tools.
-const FIXED_TOOLS: [&str; 10] = [
-    "echo", "lossless", "crash", "hang", "garbage", "progress", "sample", "add_tool", "big", "slow",
+const FIXED_TOOLS: [&str; 11] = [
+    "echo",
+    "lossless",
+    "crash",
+    "hang",
+    "garbage",
+    "progress",
+    "sample",
+    "add_tool",
+    "big",
+    "slow",
+    "header_echo",
 ];
 
 fn two_upstreams() -> String {

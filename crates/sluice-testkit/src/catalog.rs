@@ -79,6 +79,19 @@ fn fixed_tools() -> Vec<Value> {
             "Sleeps `ms` milliseconds, then answers \"slept\".",
             &[("ms", "integer")],
         ),
+        json!({
+            "name": "header_echo",
+            "description": "Echoes `region`, `count` and the names of the Mcp-Param-* headers received. Over 2026 HTTP, `region` and `count` must be mirrored in Mcp-Param-Region / Mcp-Param-Count (else 400 + -32020).",
+            "inputSchema": {
+                "type": "object",
+                "properties": {
+                    "region": {"type": "string", "x-mcp-header": "Region"},
+                    "count": {"type": "integer", "x-mcp-header": "Count"},
+                    "note": {"type": "string"}
+                },
+                "required": ["region"]
+            }
+        }),
     ]
 }
 
@@ -249,8 +262,20 @@ mod tests {
             .map(|t| t["name"].as_str().unwrap().to_owned())
             .collect();
         let expected = [
-            "echo", "lossless", "crash", "hang", "garbage", "progress", "sample", "add_tool",
-            "big", "slow", "gen_0000", "gen_0001", "added_0",
+            "echo",
+            "lossless",
+            "crash",
+            "hang",
+            "garbage",
+            "progress",
+            "sample",
+            "add_tool",
+            "big",
+            "slow",
+            "header_echo",
+            "gen_0000",
+            "gen_0001",
+            "added_0",
         ];
         assert_eq!(names, expected);
         assert!(

@@ -6,6 +6,9 @@
 //!   response. Closing the response stream cancels the work (2026 semantics). A
 //!   `subscriptions/listen` is always `text/event-stream`: its acknowledgement and change
 //!   notifications are events on it, and it stays open until the client closes it.
+//! - Modern `tools/call` of `header_echo` must mirror its `x-mcp-header` arguments in
+//!   `Mcp-Param-*` headers (SEP-2243), else 400 + -32020 (see `tools::check_param_headers`).
+//!   Every request (both eras) hands the names of its `Mcp-Param-*` headers to the tools.
 //! - Legacy: `initialize` creates a session (`Mcp-Session-Id`, random); later requests must carry
 //!   it (400 without, 404 if unknown), `DELETE /mcp` ends it, `GET /mcp` opens the session's
 //!   stream for unsolicited notifications. Server→client requests (`sample`) go on the POST's SSE
@@ -35,6 +38,8 @@ use crate::{EraMode, StartMode};
 
 /// Name of the session header (matched case-insensitively).
 const SESSION_HEADER: &str = "mcp-session-id";
+/// Prefix of the SEP-2243 per-argument headers (lowercase).
+const PARAM_HEADER_PREFIX: &str = "mcp-param-";
 
 /// Shared HTTP state: the fixture and the live legacy sessions.
 struct App {
@@ -158,6 +163,7 @@ async fn answer(
     era: Era,
     peer: Option<&Arc<Peer>>,
     session_id: Option<&str>,
+    headers: &HeaderMap,
 ) -> Response {
     let wants_sse = progress_token(&msg).is_some();
     let (tx, mut rx) = mpsc::unbounded_channel();
@@ -166,6 +172,7 @@ async fn answer(
         out: tx,
         peer: peer.cloned(),
         tracker: None,
+        param_headers: param_header_names(headers),
     };
     // Modern: the work lives as long as the HTTP exchange. Legacy: it is tracked by the session
     // for notifications/cancelled and survives a disconnect.
@@ -202,6 +209,18 @@ async fn answer(
         resp.headers_mut().insert(SESSION_HEADER, v);
     }
     resp
+}
+
+/// The names of the request's `Mcp-Param-*` headers: lowercase, sorted, unique.
+fn param_header_names(headers: &HeaderMap) -> Vec<String> {
+    let mut names: Vec<String> = headers
+        .keys()
+        .map(|k| k.as_str().to_ascii_lowercase())
+        .filter(|k| k.starts_with(PARAM_HEADER_PREFIX))
+        .collect();
+    names.sort_unstable();
+    names.dedup();
+    names
 }
 
 /// Rejects a foreign `Origin` (DNS rebinding protection): only loopback origins are allowed.
@@ -320,18 +339,19 @@ async fn post_mcp(State(app): State<Arc<App>>, headers: HeaderMap, body: Bytes) 
             match app.fx.era_of(&msg) {
                 Era::Modern => {
                     let checked = check_modern_headers(&headers, &msg)
-                        .and_then(|()| app.fx.check_modern_envelope(&msg));
+                        .and_then(|()| app.fx.check_modern_envelope(&msg))
+                        .and_then(|()| crate::tools::check_param_headers(&msg, &headers));
                     if let Err(err) = checked {
                         return rpc_error(StatusCode::BAD_REQUEST, &id, &err);
                     }
-                    answer(&app, msg, Era::Modern, None, None).await
+                    answer(&app, msg, Era::Modern, None, None, &headers).await
                 }
                 Era::Legacy if method(&msg) == "initialize" => {
                     let sid = format!("{:032x}", rand::random::<u128>());
                     let peer = Peer::new();
                     app.sessions().insert(sid.clone(), Arc::clone(&peer));
                     eprintln!("sluice-fixture: new legacy session {sid}");
-                    answer(&app, msg, Era::Legacy, Some(&peer), Some(&sid)).await
+                    answer(&app, msg, Era::Legacy, Some(&peer), Some(&sid), &headers).await
                 }
                 Era::Legacy
                     if app.fx.cfg.era == EraMode::Dual && !headers.contains_key(SESSION_HEADER) =>
@@ -344,7 +364,9 @@ async fn post_mcp(State(app): State<Arc<App>>, headers: HeaderMap, body: Bytes) 
                     rpc_error(StatusCode::BAD_REQUEST, &id, &err)
                 }
                 Era::Legacy => match session(&app, &headers) {
-                    Ok((_, peer)) => answer(&app, msg, Era::Legacy, Some(&peer), None).await,
+                    Ok((_, peer)) => {
+                        answer(&app, msg, Era::Legacy, Some(&peer), None, &headers).await
+                    }
                     Err(e) => e.into_response(),
                 },
             }

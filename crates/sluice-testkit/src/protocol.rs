@@ -152,6 +152,9 @@ pub struct ReqCtx {
     /// The connection this request is registered with for `notifications/cancelled` (stdio, and
     /// legacy HTTP sessions), whatever the era. Set by [`spawn_request`].
     pub tracker: Option<Arc<Peer>>,
+    /// Names (lowercase, sorted, unique) of the `Mcp-Param-*` headers of the HTTP request;
+    /// empty on stdio.
+    pub param_headers: Vec<String>,
 }
 
 /// The fixture server: configuration plus the little mutable state it has.

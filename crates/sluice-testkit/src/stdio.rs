@@ -80,6 +80,7 @@ pub async fn run(fx: Arc<Fixture>) -> io::Result<()> {
                     out: tx.clone(),
                     peer: (era == Era::Legacy).then(|| Arc::clone(&peer)),
                     tracker: None,
+                    param_headers: Vec::new(),
                 };
                 spawn_request(&fx, msg, ctx, Some(&peer));
             }

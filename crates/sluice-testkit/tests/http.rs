@@ -323,3 +323,205 @@ fn listen_is_an_sse_stream_of_tagged_notifications() {
         .collect();
     assert!(names.ends_with(&[json!("added_0"), json!("added_1")]));
 }
+
+/// POSTs a modern `tools/call` of `header_echo` with the SEP-2243 request headers plus `extra`.
+fn header_echo(fx: &HttpFixture, id: u64, args: Value, extra: &[(&str, &str)]) -> common::HttpResp {
+    let mut headers = vec![
+        ("MCP-Protocol-Version", "2026-07-28"),
+        ("Mcp-Method", "tools/call"),
+        ("Mcp-Name", "header_echo"),
+    ];
+    headers.extend_from_slice(extra);
+    let params = modern(json!({"name": "header_echo", "arguments": args}));
+    fx.post(&headers, &rpc(json!(id), "tools/call", params))
+}
+
+fn echo_text(resp: &common::HttpResp) -> String {
+    assert_eq!(resp.status, 200, "body: {}", resp.body);
+    let body = resp.json();
+    assert_eq!(body["result"]["resultType"], "complete");
+    body["result"]["content"][0]["text"]
+        .as_str()
+        .unwrap()
+        .to_owned()
+}
+
+fn assert_header_mismatch(resp: &common::HttpResp, id: u64) {
+    assert_eq!(resp.status, 400, "body: {}", resp.body);
+    assert_eq!(resp.header("content-type"), Some("application/json"));
+    let body = resp.json();
+    assert_eq!(body["jsonrpc"], "2.0");
+    assert_eq!(body["id"], id);
+    assert_eq!(body["error"]["code"], -32020);
+    assert!(body["error"]["message"].is_string());
+    assert!(body.get("result").is_none());
+}
+
+#[test]
+fn header_echo_modern_with_matching_headers() {
+    let fx = HttpFixture::spawn(&[]);
+    let args = json!({"region": "eu-west", "count": 3, "note": "n"});
+    // Header names are case-insensitive.
+    let resp = header_echo(
+        &fx,
+        1,
+        args,
+        &[("Mcp-Param-Region", "eu-west"), ("MCP-PARAM-COUNT", "3")],
+    );
+    assert_eq!(
+        echo_text(&resp),
+        "region=eu-west count=3 params=mcp-param-count,mcp-param-region"
+    );
+    // Only `region`: no Count header expected; a null count needs none either.
+    let resp = header_echo(
+        &fx,
+        2,
+        json!({"region": "eu-west"}),
+        &[("mcp-param-region", "eu-west")],
+    );
+    assert_eq!(
+        echo_text(&resp),
+        "region=eu-west count=- params=mcp-param-region"
+    );
+    let resp = header_echo(
+        &fx,
+        3,
+        json!({"region": "x", "count": null}),
+        &[("Mcp-Param-Region", "x")],
+    );
+    assert_eq!(echo_text(&resp), "region=x count=- params=mcp-param-region");
+    // Integers are compared numerically.
+    let resp = header_echo(
+        &fx,
+        4,
+        json!({"region": "x", "count": 3}),
+        &[("Mcp-Param-Region", "x"), ("Mcp-Param-Count", "03")],
+    );
+    assert_eq!(
+        echo_text(&resp),
+        "region=x count=3 params=mcp-param-count,mcp-param-region"
+    );
+}
+
+#[test]
+fn header_echo_modern_missing_header_is_400() {
+    let fx = HttpFixture::spawn(&[]);
+    let resp = header_echo(&fx, 1, json!({"region": "eu-west"}), &[]);
+    assert_header_mismatch(&resp, 1);
+    let resp = header_echo(
+        &fx,
+        2,
+        json!({"region": "eu-west", "count": 3}),
+        &[("Mcp-Param-Region", "eu-west")],
+    );
+    assert_header_mismatch(&resp, 2);
+}
+
+#[test]
+fn header_echo_modern_mismatched_header_is_400() {
+    let fx = HttpFixture::spawn(&[]);
+    let args = json!({"region": "eu-west", "count": 3});
+    let resp = header_echo(
+        &fx,
+        1,
+        args.clone(),
+        &[("Mcp-Param-Region", "us-east"), ("Mcp-Param-Count", "3")],
+    );
+    assert_header_mismatch(&resp, 1);
+    let resp = header_echo(
+        &fx,
+        2,
+        args.clone(),
+        &[("Mcp-Param-Region", "eu-west"), ("Mcp-Param-Count", "4")],
+    );
+    assert_header_mismatch(&resp, 2);
+    // The value must decode: broken base64 is a mismatch, not a literal.
+    let resp = header_echo(
+        &fx,
+        3,
+        args,
+        &[
+            ("Mcp-Param-Region", "=?base64?%%%?="),
+            ("Mcp-Param-Count", "3"),
+        ],
+    );
+    assert_header_mismatch(&resp, 3);
+}
+
+#[test]
+fn header_echo_modern_accepts_base64_values() {
+    let fx = HttpFixture::spawn(&[]);
+    let resp = header_echo(
+        &fx,
+        1,
+        json!({"region": "eu west", "count": 3}),
+        &[
+            ("Mcp-Param-Region", "=?base64?ZXUgd2VzdA==?="),
+            ("Mcp-Param-Count", "3"),
+        ],
+    );
+    assert_eq!(
+        echo_text(&resp),
+        "region=eu west count=3 params=mcp-param-count,mcp-param-region"
+    );
+    // Non-ASCII and leading/trailing spaces need the encoding.
+    let resp = header_echo(
+        &fx,
+        2,
+        json!({"region": " Zürich "}),
+        &[("Mcp-Param-Region", "=?base64?IFrDvHJpY2gg?=")],
+    );
+    assert_eq!(
+        echo_text(&resp),
+        "region= Zürich  count=- params=mcp-param-region"
+    );
+}
+
+#[test]
+fn header_echo_lists_unrecognized_param_headers() {
+    let fx = HttpFixture::spawn(&[]);
+    let resp = header_echo(
+        &fx,
+        1,
+        json!({"region": "eu west", "count": 3}),
+        &[
+            ("Mcp-Param-Region", "eu west"),
+            ("Mcp-Param-Extra", "whatever"),
+            ("Mcp-Param-Count", "3"),
+        ],
+    );
+    assert_eq!(
+        echo_text(&resp),
+        "region=eu west count=3 params=mcp-param-count,mcp-param-extra,mcp-param-region"
+    );
+}
+
+#[test]
+fn header_echo_legacy_http_is_not_checked() {
+    let fx = HttpFixture::spawn(&["--era", "dual"]);
+    let init = rpc(
+        json!(1),
+        "initialize",
+        json!({"protocolVersion": "2025-11-25", "capabilities": {},
+               "clientInfo": {"name": "t", "version": "0"}}),
+    );
+    let resp = fx.post(&[], &init);
+    let sid = resp
+        .header("mcp-session-id")
+        .expect("session id")
+        .to_owned();
+    let call = rpc(
+        json!(2),
+        "tools/call",
+        json!({"name": "header_echo", "arguments": {"region": "r", "count": 1}}),
+    );
+    let resp = fx.post(
+        &[("Mcp-Session-Id", sid.as_str()), ("Mcp-Param-Other", "1")],
+        &call,
+    );
+    assert_eq!(resp.status, 200);
+    assert_eq!(
+        resp.json()["result"]["content"][0]["text"],
+        "region=r count=1 params=mcp-param-other"
+    );
+}

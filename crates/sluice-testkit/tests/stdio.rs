@@ -99,7 +99,7 @@ fn dual_shapes_results_per_request() {
     fx.initialize("2025-11-25");
     let l = fx.result("tools/list", json!({}));
     assert!(l.get("resultType").is_none() && l.get("ttlMs").is_none());
-    assert_eq!(l["tools"].as_array().unwrap().len(), 10);
+    assert_eq!(l["tools"].as_array().unwrap().len(), 11);
     let echo = fx.result("tools/call", tool_call("echo", json!({"text": "hi"})));
     assert_eq!(echo, json!({"content": [{"type": "text", "text": "hi"}]}));
 }
@@ -141,8 +141,20 @@ fn tools_resources_prompts() {
         .map(|t| t["name"].as_str().unwrap())
         .collect();
     let expected = [
-        "echo", "lossless", "crash", "hang", "garbage", "progress", "sample", "add_tool", "big",
-        "slow", "gen_0000", "gen_0001", "gen_0002",
+        "echo",
+        "lossless",
+        "crash",
+        "hang",
+        "garbage",
+        "progress",
+        "sample",
+        "add_tool",
+        "big",
+        "slow",
+        "header_echo",
+        "gen_0000",
+        "gen_0001",
+        "gen_0002",
     ];
     assert_eq!(names, expected);
     assert!(
@@ -204,11 +216,11 @@ fn pagination_drains_everything() {
         None => modern(json!({})),
     };
     let (pages, tools) = drain(&mut fx, "tools/list", "tools", 100, cursor_params);
-    assert_eq!((pages, tools.len()), (5, 35)); // 10 fixed + 25 generated, 7 per page
+    assert_eq!((pages, tools.len()), (6, 36)); // 11 fixed + 25 generated, 7 per page
     let mut names: Vec<&str> = tools.iter().map(|t| t["name"].as_str().unwrap()).collect();
     names.sort_unstable();
     names.dedup();
-    assert_eq!(names.len(), 35);
+    assert_eq!(names.len(), 36);
 
     let (pages, res) = drain(&mut fx, "resources/list", "resources", 100, cursor_params);
     assert_eq!((pages, res.len()), (2, 12));
@@ -221,7 +233,7 @@ fn pagination_drains_everything() {
         None => json!({}),
     };
     let (pages, tools) = drain(&mut fx, "tools/list", "tools", 100, legacy);
-    assert_eq!((pages, tools.len()), (5, 35));
+    assert_eq!((pages, tools.len()), (6, 36));
 }
 
 #[test]
@@ -292,13 +304,13 @@ fn cursor_mode_empty_string() {
         10,
     );
     assert_eq!(pages[0]["nextCursor"], "");
-    assert_eq!(pages.len(), 3, "12 tools in pages of 5");
+    assert_eq!(pages.len(), 3, "13 tools in pages of 5");
     assert_eq!(pages[1]["tools"][0]["name"], "progress");
     let total: usize = pages
         .iter()
         .map(|p| p["tools"].as_array().unwrap().len())
         .sum();
-    assert_eq!(total, 12);
+    assert_eq!(total, 13);
 }
 
 #[test]
@@ -310,7 +322,7 @@ fn cursor_mode_non_string() {
         .iter()
         .map(|p| p["tools"].as_array().unwrap().len())
         .sum();
-    assert_eq!(total, 10);
+    assert_eq!(total, 11);
 }
 
 #[test]
@@ -701,4 +713,38 @@ fn listen_with_legacy_add_tool_and_eras() {
         ),
         -32601
     );
+}
+
+#[test]
+fn header_echo_works_without_headers() {
+    let mut fx = StdioFixture::spawn(&[]);
+    let tools = fx.result("tools/list", modern(json!({})));
+    let def = &tools["tools"][10];
+    assert_eq!(def["name"], "header_echo");
+    assert_eq!(
+        def["inputSchema"],
+        json!({"type": "object", "properties": {
+            "region": {"type": "string", "x-mcp-header": "Region"},
+            "count": {"type": "integer", "x-mcp-header": "Count"},
+            "note": {"type": "string"}
+        }, "required": ["region"]})
+    );
+    let args = json!({"region": "eu west", "count": 3, "note": "n"});
+    let r = fx.result("tools/call", modern(tool_call("header_echo", args.clone())));
+    assert_eq!(r["resultType"], "complete");
+    assert_eq!(text_of(&r), "region=eu west count=3 params=");
+    let r = fx.result(
+        "tools/call",
+        modern(tool_call("header_echo", json!({"region": "x"}))),
+    );
+    assert_eq!(text_of(&r), "region=x count=- params=");
+    let r = fx.result(
+        "tools/call",
+        modern(tool_call("header_echo", json!({"count": 3}))),
+    );
+    assert_eq!(r["isError"], true);
+
+    fx.initialize("2025-11-25");
+    let r = fx.result("tools/call", tool_call("header_echo", args));
+    assert_eq!(text_of(&r), "region=eu west count=3 params=");
 }
