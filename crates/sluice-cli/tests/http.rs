@@ -650,3 +650,125 @@ async fn param_headers_are_checked_coming_in_and_computed_going_out() {
     );
     upstream.0.kill().await.unwrap();
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn resource_subscriptions_are_shared_counted_released_and_renewed() {
+    let s = HttpSluice::start(&config(
+        "",
+        &fixture_upstream("fx", &["--era", "legacy", "--resources", "3"]),
+    ))
+    .await;
+    let a = initialize(&s, json!({})).await;
+    let b = initialize(&s, json!({})).await;
+    let rpc = |id: i64, method: &str, params: Value| json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params});
+    let upstream_view = async |session: &str| -> Value {
+        let r = body(
+            s.post(
+                &rpc(
+                    90,
+                    "resources/read",
+                    json!({"uri": "fixture://subscriptions"}),
+                ),
+                &[("mcp-session-id", session)],
+            )
+            .await,
+        )
+        .await;
+        serde_json::from_str(r["result"]["contents"][0]["text"].as_str().unwrap()).unwrap()
+    };
+    let uri = json!({"uri": "fixture://res/0001"});
+    for session in [&a, &b] {
+        let r = body(
+            s.post(
+                &rpc(1, "resources/subscribe", uri.clone()),
+                &[("mcp-session-id", session.as_str())],
+            )
+            .await,
+        )
+        .await;
+        assert_eq!(r["result"], json!({}), "{r}");
+    }
+    let view = upstream_view(&a).await;
+    assert_eq!(view["subscribed"], json!(["fixture://res/0001"]));
+    assert_eq!(
+        view["subscribe_calls"],
+        json!(1),
+        "one upstream subscription for two sessions"
+    );
+
+    // An update reaches a subscribed session's GET stream.
+    let get = s
+        .client
+        .get(&s.url)
+        .header("accept", "text/event-stream")
+        .header("mcp-session-id", &b)
+        .send()
+        .await
+        .unwrap();
+    let mut b_events = SseReader::new(get);
+    let r = body(
+        s.post(
+            &rpc(2, "resources/read", json!({"uri": "fixture://touch/0001"})),
+            &[("mcp-session-id", a.as_str())],
+        )
+        .await,
+    )
+    .await;
+    assert_eq!(r["result"]["contents"][0]["text"], json!("touched"));
+    let note = b_events.next().await;
+    assert_eq!(note["method"], json!("notifications/resources/updated"));
+    assert_eq!(note["params"]["uri"], json!("fixture://res/0001"));
+
+    // A lets go: B still holds it upstream. B's session ends: released.
+    let _ = body(
+        s.post(
+            &rpc(3, "resources/unsubscribe", uri.clone()),
+            &[("mcp-session-id", a.as_str())],
+        )
+        .await,
+    )
+    .await;
+    assert_eq!(upstream_view(&a).await["unsubscribe_calls"], json!(0));
+    let del = s
+        .client
+        .delete(&s.url)
+        .header("mcp-session-id", &b)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(del.status(), 200);
+    let view = upstream_view(&a).await;
+    assert_eq!(view["subscribed"], json!([]), "{view}");
+    assert_eq!(view["unsubscribe_calls"], json!(1));
+
+    // A subscription held across an upstream restart is renewed.
+    let uri2 = json!({"uri": "fixture://res/0002"});
+    let _ = body(
+        s.post(
+            &rpc(4, "resources/subscribe", uri2),
+            &[("mcp-session-id", a.as_str())],
+        )
+        .await,
+    )
+    .await;
+    let r = body(
+        s.post(
+            &rpc(
+                5,
+                "tools/call",
+                json!({"name": "fx__crash", "arguments": {}}),
+            ),
+            &[("mcp-session-id", a.as_str())],
+        )
+        .await,
+    )
+    .await;
+    assert_eq!(r["error"]["code"], json!(-32004));
+    s.wait_health(|h| {
+        h["upstreams"]["fx"]["state"] == json!("ready")
+            && h["upstreams"]["fx"]["restarts"] == json!(1)
+    })
+    .await;
+    let view = upstream_view(&a).await;
+    assert_eq!(view["subscribed"], json!(["fixture://res/0002"]), "{view}");
+}

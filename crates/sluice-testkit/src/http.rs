@@ -374,8 +374,8 @@ async fn post_mcp(State(app): State<Arc<App>>, headers: HeaderMap, body: Bytes) 
     }
 }
 
-/// `GET /mcp`: a legacy session's stream for unsolicited notifications (list_changed);
-/// 405 without a session or on a modern-only server.
+/// `GET /mcp`: a legacy session's stream for unsolicited notifications (list_changed,
+/// resources/updated); 405 without a session or on a modern-only server.
 async fn get_mcp(State(app): State<Arc<App>>, headers: HeaderMap) -> Response {
     if app.fx.cfg.era == EraMode::Modern || !headers.contains_key(SESSION_HEADER) {
         return status_only(StatusCode::METHOD_NOT_ALLOWED);

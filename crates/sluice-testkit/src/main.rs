@@ -11,7 +11,8 @@
 //!
 //! Layout: this file parses arguments; `protocol` decides eras and dispatches methods;
 //! `catalog` holds the tools/resources/prompts and pagination; `tools` implements `tools/call`;
-//! `listen` implements the 2026 `subscriptions/listen` change notifications; `peer` is
+//! `listen` implements the 2026 `subscriptions/listen` change notifications; `resource_subs` the
+//! legacy `resources/subscribe` (and its unlisted observation resources); `peer` is
 //! per-connection state (cancellation, server→client requests); `stdio` and `http` are the
 //! transports.
 
@@ -20,6 +21,7 @@ mod http;
 mod listen;
 mod peer;
 mod protocol;
+mod resource_subs;
 mod stdio;
 mod tools;
 

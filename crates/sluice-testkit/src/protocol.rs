@@ -9,6 +9,7 @@ use serde_json::{Map, Value, json};
 use crate::catalog;
 use crate::listen::Subscriptions;
 use crate::peer::{Out, OutTx, Peer, Reply};
+use crate::resource_subs::ResourceSubs;
 use crate::{Config, CursorMode, EraMode};
 
 /// The 2026 protocol version.
@@ -164,6 +165,8 @@ pub struct Fixture {
     added: AtomicUsize,
     /// Open `subscriptions/listen` requests.
     pub subs: Subscriptions,
+    /// Legacy `resources/subscribe` state (process-wide).
+    pub resource_subs: ResourceSubs,
 }
 
 impl Fixture {
@@ -172,6 +175,7 @@ impl Fixture {
             cfg,
             added: AtomicUsize::new(0),
             subs: Subscriptions::default(),
+            resource_subs: ResourceSubs::default(),
         }
     }
 
@@ -303,7 +307,7 @@ impl Fixture {
             "server/discover" => Ok(cacheable(
                 json!({
                     "supportedVersions": [MODERN_VERSION],
-                    "capabilities": capabilities(),
+                    "capabilities": capabilities(Era::Modern),
                     "_meta": {"io.modelcontextprotocol/serverInfo": server_info()},
                 }),
                 Era::Modern,
@@ -318,7 +322,7 @@ impl Fixture {
                 let id = msg.get("id").cloned().unwrap_or(Value::Null);
                 self.subs.listen(&id, &params, ctx).await
             }
-            m => self.common(m, &params, Era::Modern).map(Payload::from),
+            m => self.common(m, &params, ctx).map(Payload::from),
         }
     }
 
@@ -333,19 +337,23 @@ impl Fixture {
                     .unwrap_or(LEGACY_VERSIONS[0]);
                 Ok(json!({
                     "protocolVersion": version,
-                    "capabilities": capabilities(),
+                    "capabilities": capabilities(Era::Legacy),
                     "serverInfo": server_info(),
                 })
                 .into())
             }
             "ping" => Ok(json!({}).into()),
             "tools/call" => crate::tools::call(self, &params, ctx).await,
-            m => self.common(m, &params, Era::Legacy).map(Payload::from),
+            // Removed in 2026 (they fall through to -32601 there).
+            "resources/subscribe" => self.resource_subs.handle(true, &params).map(Payload::from),
+            "resources/unsubscribe" => self.resource_subs.handle(false, &params).map(Payload::from),
+            m => self.common(m, &params, ctx).map(Payload::from),
         }
     }
 
     /// Methods that behave the same in both eras apart from result shaping.
-    fn common(&self, method: &str, params: &Value, era: Era) -> Result<Value, RpcError> {
+    fn common(&self, method: &str, params: &Value, ctx: &ReqCtx) -> Result<Value, RpcError> {
+        let era = ctx.era;
         let cursor = params.get("cursor");
         let list = |key: &str, items: Vec<Value>, mode: CursorMode| {
             let page = catalog::paginate(items, cursor, self.page_size(), mode)?;
@@ -374,7 +382,12 @@ impl Fixture {
             "prompts/list" => list("prompts", catalog::all_prompts(), CursorMode::Normal),
             "resources/read" => {
                 let uri = params.get("uri").and_then(Value::as_str).unwrap_or("");
-                match catalog::read_resource(uri, self.cfg.resources) {
+                // The unlisted `fixture://subscriptions` and `fixture://touch/*` first.
+                let text = self
+                    .resource_subs
+                    .read(uri, ctx.peer.as_ref())
+                    .or_else(|| catalog::read_resource(uri, self.cfg.resources));
+                match text {
                     Some(text) => Ok(cacheable(
                         json!({"contents": [{"uri": uri, "mimeType": "text/plain", "text": text}]}),
                         era,
@@ -410,9 +423,14 @@ impl Fixture {
     }
 }
 
-/// Capabilities advertised in both `server/discover` and `initialize`.
-fn capabilities() -> Value {
-    json!({"tools": {"listChanged": true}, "resources": {}, "prompts": {}})
+/// Capabilities advertised in `server/discover` (modern) and `initialize` (legacy, which also
+/// supports `resources/subscribe`).
+fn capabilities(era: Era) -> Value {
+    let resources = match era {
+        Era::Modern => json!({}),
+        Era::Legacy => json!({"subscribe": true}),
+    };
+    json!({"tools": {"listChanged": true}, "resources": resources, "prompts": {}})
 }
 
 fn server_info() -> Value {

@@ -525,3 +525,84 @@ fn header_echo_legacy_http_is_not_checked() {
         "region=r count=1 params=mcp-param-other"
     );
 }
+
+#[test]
+fn legacy_resource_subscriptions_notify_the_get_stream() {
+    let fx = HttpFixture::spawn(&["--era", "dual", "--resources", "1"]);
+    let init = rpc(
+        json!(1),
+        "initialize",
+        json!({"protocolVersion": "2025-11-25", "capabilities": {},
+               "clientInfo": {"name": "t", "version": "0"}}),
+    );
+    let resp = fx.post(&[], &init);
+    assert_eq!(
+        resp.json()["result"]["capabilities"]["resources"],
+        json!({"subscribe": true})
+    );
+    let sid = resp
+        .header("mcp-session-id")
+        .expect("session id")
+        .to_owned();
+    let session = [("Mcp-Session-Id", sid.as_str())];
+    let read = |id: u64, uri: &str| {
+        let resp = fx.post(
+            &session,
+            &rpc(json!(id), "resources/read", json!({"uri": uri})),
+        );
+        assert_eq!(resp.status, 200);
+        resp.json()["result"]["contents"][0]["text"]
+            .as_str()
+            .unwrap()
+            .to_owned()
+    };
+    let uri = "fixture://res/0000";
+
+    // Subscribed without a GET stream open: the touch still answers, the notification is dropped.
+    let sub = fx.post(
+        &session,
+        &rpc(json!(2), "resources/subscribe", json!({"uri": uri})),
+    );
+    assert_eq!(sub.json()["result"], json!({}));
+    assert_eq!(read(3, "fixture://touch/0000"), "touched");
+
+    let mut get = fx.open(
+        "GET",
+        &[
+            ("Mcp-Session-Id", sid.as_str()),
+            ("Accept", "text/event-stream"),
+        ],
+        None,
+    );
+    assert_eq!(get.status, 200);
+    assert_eq!(read(4, "fixture://touch/0000"), "touched");
+    assert_eq!(
+        get.next_json(),
+        json!({"jsonrpc": "2.0", "method": "notifications/resources/updated",
+               "params": {"uri": uri}})
+    );
+
+    let unsub = fx.post(
+        &session,
+        &rpc(json!(5), "resources/unsubscribe", json!({"uri": uri})),
+    );
+    assert_eq!(unsub.json()["result"], json!({}));
+    assert_eq!(read(6, "fixture://touch/0000"), "not subscribed");
+    assert!(get.idle_for(Duration::from_millis(300)), "no notification");
+    assert_eq!(
+        read(7, "fixture://subscriptions"),
+        r#"{"subscribed":[],"subscribe_calls":1,"unsubscribe_calls":1}"#
+    );
+
+    // Modern HTTP: removed methods are -32601 (HTTP 404).
+    let headers = [
+        ("MCP-Protocol-Version", "2026-07-28"),
+        ("Mcp-Method", "resources/subscribe"),
+    ];
+    let resp = fx.post(
+        &headers,
+        &rpc(json!(8), "resources/subscribe", modern(json!({"uri": uri}))),
+    );
+    assert_eq!(resp.status, 404);
+    assert_eq!(resp.json()["error"]["code"], -32601);
+}

@@ -748,3 +748,110 @@ fn header_echo_works_without_headers() {
     let r = fx.result("tools/call", tool_call("header_echo", args));
     assert_eq!(text_of(&r), "region=eu west count=3 params=");
 }
+
+// --- legacy resource subscriptions ------------------------------------------------------------
+
+/// Reads a resource and returns its only text content.
+fn read_text(fx: &mut StdioFixture, uri: &str) -> String {
+    let r = fx.result("resources/read", json!({"uri": uri}));
+    let contents = r["contents"].as_array().unwrap();
+    assert_eq!(contents.len(), 1, "one content: {r}");
+    assert_eq!(contents[0]["uri"], uri);
+    contents[0]["text"].as_str().unwrap().to_owned()
+}
+
+#[test]
+fn legacy_resource_subscriptions() {
+    let mut fx = StdioFixture::spawn(&["--resources", "2"]);
+    let init = fx.initialize("2025-11-25");
+    assert_eq!(
+        init["capabilities"]["resources"],
+        json!({"subscribe": true})
+    );
+    let uri = "fixture://res/0001";
+    assert_eq!(
+        fx.result("resources/subscribe", json!({"uri": uri})),
+        json!({})
+    );
+    assert_eq!(
+        fx.result("resources/subscribe", json!({"uri": uri})),
+        json!({})
+    );
+    assert_eq!(
+        read_text(&mut fx, "fixture://subscriptions"),
+        r#"{"subscribed":["fixture://res/0001"],"subscribe_calls":2,"unsubscribe_calls":0}"#
+    );
+
+    // A touch of a subscribed URI: the notification comes first on stdout, then the answer.
+    let id = fx.request("resources/read", json!({"uri": "fixture://touch/0001"}));
+    let (resp, others) = fx.response_with_others(id);
+    assert_eq!(resp["result"]["contents"][0]["text"], "touched");
+    assert_eq!(
+        others,
+        [
+            json!({"jsonrpc": "2.0", "method": "notifications/resources/updated",
+                "params": {"uri": uri}})
+        ]
+    );
+    // Touching something else announces nothing.
+    assert_eq!(read_text(&mut fx, "fixture://touch/0000"), "not subscribed");
+
+    assert_eq!(
+        fx.result("resources/unsubscribe", json!({"uri": uri})),
+        json!({})
+    );
+    assert_eq!(
+        read_text(&mut fx, "fixture://subscriptions"),
+        r#"{"subscribed":[],"subscribe_calls":2,"unsubscribe_calls":1}"#
+    );
+    let id = fx.request("resources/read", json!({"uri": "fixture://touch/0001"}));
+    let (resp, others) = fx.response_with_others(id);
+    assert_eq!(resp["result"]["contents"][0]["text"], "not subscribed");
+    assert_eq!(others, Vec::<Value>::new());
+    assert_eq!(
+        fx.line(Duration::from_millis(200)),
+        None,
+        "no late notification"
+    );
+
+    // A repeated unsubscribe still counts; a missing uri is invalid params (and counted too).
+    assert_eq!(
+        fx.result("resources/unsubscribe", json!({"uri": uri})),
+        json!({})
+    );
+    assert_eq!(fx.error_code("resources/subscribe", json!({})), -32602);
+    assert_eq!(
+        read_text(&mut fx, "fixture://subscriptions"),
+        r#"{"subscribed":[],"subscribe_calls":3,"unsubscribe_calls":2}"#
+    );
+
+    // The observation resources are not listed.
+    let listed = fx.result("resources/list", json!({}));
+    assert_eq!(listed["resources"].as_array().unwrap().len(), 2);
+    let templates = fx.result("resources/templates/list", json!({}));
+    assert_eq!(templates["resourceTemplates"].as_array().unwrap().len(), 1);
+}
+
+#[test]
+fn resource_subscriptions_are_gone_in_the_modern_era() {
+    let mut fx = StdioFixture::spawn(&[]);
+    let uri = json!({"uri": "fixture://res/0000"});
+    assert_eq!(
+        fx.error_code("resources/subscribe", modern(uri.clone())),
+        -32601
+    );
+    assert_eq!(fx.error_code("resources/unsubscribe", modern(uri)), -32601);
+    // Nothing was counted; the state is still readable.
+    let r = fx.result(
+        "resources/read",
+        modern(json!({"uri": "fixture://subscriptions"})),
+    );
+    assert_eq!(
+        r["contents"][0]["text"],
+        r#"{"subscribed":[],"subscribe_calls":0,"unsubscribe_calls":0}"#
+    );
+
+    let mut fx = StdioFixture::spawn(&["--era", "modern"]);
+    let uri = json!({"uri": "fixture://res/0000"});
+    assert_eq!(fx.error_code("resources/subscribe", modern(uri)), -32601);
+}

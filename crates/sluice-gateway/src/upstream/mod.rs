@@ -194,12 +194,6 @@ pub(crate) async fn supervise(
             version = %desc.protocol_version,
             "upstream connected"
         );
-        up.set_connection(Some(Arc::clone(&conn)));
-        up.update(|s| {
-            s.state = "ready";
-            s.era = Some(era_name(desc.era));
-            s.protocol_version = Some(desc.protocol_version.clone());
-        });
         // Subscriptions clients hold survive a reconnect.
         for uri in hub.subscribed(up.name()) {
             let params = json!({"uri": uri});
@@ -220,6 +214,12 @@ pub(crate) async fn supervise(
                 );
             }
         }
+        up.set_connection(Some(Arc::clone(&conn)));
+        up.update(|s| {
+            s.state = "ready";
+            s.era = Some(era_name(desc.era));
+            s.protocol_version = Some(desc.protocol_version.clone());
+        });
         if !refresh_or_stop(&up, &hub, &conn, &settings, &shutdown).await {
             conn.shutdown(settings.shutdown_grace).await;
             up.set_connection(None);
