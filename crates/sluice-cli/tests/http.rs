@@ -772,3 +772,35 @@ async fn resource_subscriptions_are_shared_counted_released_and_renewed() {
     let view = upstream_view(&a).await;
     assert_eq!(view["subscribed"], json!(["fixture://res/0002"]), "{view}");
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_polling_legacy_upstream_is_resumed_with_last_event_id() {
+    let mut upstream = spawn_http_fixture(&["--era", "legacy", "--sse-polling"]).await;
+    let s = HttpSluice::start(&config(
+        "",
+        &format!("[[upstream]]\nname = \"pl\"\nurl = \"{}\"\n", upstream.1),
+    ))
+    .await;
+    s.wait_health(|h| h["upstreams"]["pl"]["state"] == json!("ready"))
+        .await;
+    // The upstream closes the answer's stream after a priming event; sluice
+    // resumes it and the client sees one plain answer.
+    let r = body(
+        s.modern(
+            1,
+            "tools/call",
+            json!({"name": "pl__slow", "arguments": {"ms": 200}}),
+        )
+        .await,
+    )
+    .await;
+    assert_eq!(first_text(&r), "slept", "{r}");
+    // Progress sent while the stream was closed arrives after the resume.
+    let params = json!({"name": "pl__progress", "arguments": {"steps": 2, "delay_ms": 20},
+        "_meta": {"progressToken": "poll"}});
+    let all = messages(s.modern(2, "tools/call", params).await).await;
+    assert_eq!(all.len(), 3, "{all:?}");
+    assert_eq!(all[0]["params"]["progressToken"], json!("poll"));
+    assert_eq!(first_text(&all[2]), "done");
+    upstream.0.kill().await.unwrap();
+}

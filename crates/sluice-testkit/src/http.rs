@@ -14,6 +14,15 @@
 //!   stream for unsolicited notifications. Server→client requests (`sample`) go on the POST's SSE
 //!   stream and the client answers with a POST whose body is the JSON-RPC response (202).
 //!   A disconnect is not a cancellation; `notifications/cancelled` is.
+//! - Legacy with `--sse-polling` (2025-11-25 SSE polling, SEP-1699): a `tools/call` of `slow` or
+//!   `progress` is answered `text/event-stream` with only a priming event
+//!   (`id: <stream>-0`, `retry: 100`, empty `data`), then the response ends. The tool keeps
+//!   running; what it emits (progress, then the final response) is buffered per stream as
+//!   events `<stream>-1`, `<stream>-2`, .... `GET /mcp` with `Last-Event-ID: <stream>-<n>`
+//!   replays that stream's events after `n`, waits for the rest and ends after the final
+//!   response (a later resume may replay them again). An id that is not one of the session's
+//!   streams, or beyond what was sent, is 400. A GET without `Last-Event-ID` is the session's
+//!   stream as usual.
 
 use std::collections::HashMap;
 use std::convert::Infallible;
@@ -27,9 +36,9 @@ use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use axum::routing::post;
 use serde_json::Value;
-use tokio::sync::mpsc;
+use tokio::sync::{mpsc, watch};
 
-use crate::peer::{AbortOnDrop, Out, Peer};
+use crate::peer::{AbortOnDrop, Out, Peer, lock};
 use crate::protocol::{
     Era, Fixture, Kind, META_PROTOCOL_VERSION, ReqCtx, RpcError, classify, error_response, meta,
     method, progress_token, spawn_request,
@@ -40,11 +49,35 @@ use crate::{EraMode, StartMode};
 const SESSION_HEADER: &str = "mcp-session-id";
 /// Prefix of the SEP-2243 per-argument headers (lowercase).
 const PARAM_HEADER_PREFIX: &str = "mcp-param-";
+/// Header a client resumes an SSE stream with.
+const LAST_EVENT_ID_HEADER: &str = "last-event-id";
+/// `retry` (milliseconds) announced on a priming event (`--sse-polling`).
+const POLL_RETRY_MS: u64 = 100;
+/// Tools whose legacy `tools/call` is answered by polling under `--sse-polling`.
+const POLLED_TOOLS: [&str; 2] = ["slow", "progress"];
 
-/// Shared HTTP state: the fixture and the live legacy sessions.
+/// Shared HTTP state: the fixture, the live legacy sessions and (`--sse-polling`) the polled
+/// POST streams by stream id.
 struct App {
     fx: Arc<Fixture>,
     sessions: Mutex<HashMap<String, Arc<Peer>>>,
+    polled: Mutex<HashMap<String, Arc<Polled>>>,
+}
+
+/// What a polled POST stream has produced after its priming event.
+#[derive(Default)]
+struct PollBuf {
+    /// Event `<stream>-<n>` (n ≥ 1) is `events[n - 1]`, framed with its `id` line.
+    events: Vec<String>,
+    /// Nothing more comes: the final response is buffered, or the work ended without one
+    /// (cancelled, session deleted).
+    done: bool,
+}
+
+/// A polled POST stream (`--sse-polling`): the session it belongs to and its events.
+struct Polled {
+    session: String,
+    buf: watch::Sender<PollBuf>,
 }
 
 impl App {
@@ -68,6 +101,7 @@ pub async fn run(fx: Arc<Fixture>, port: u16) -> io::Result<()> {
     let app = Arc::new(App {
         fx,
         sessions: Mutex::new(HashMap::new()),
+        polled: Mutex::new(HashMap::new()),
     });
     let router = Router::new()
         .route("/mcp", post(post_mcp).get(get_mcp).delete(delete_mcp))
@@ -144,7 +178,12 @@ fn sse_response(
         st.done = end;
         Some((Ok::<_, Infallible>(event), st))
     });
-    let mut resp = Response::new(Body::from_stream(stream));
+    event_stream(Body::from_stream(stream))
+}
+
+/// A `text/event-stream` response with `body`.
+fn event_stream(body: Body) -> Response {
+    let mut resp = Response::new(body);
     let headers = resp.headers_mut();
     headers.insert(
         header::CONTENT_TYPE,
@@ -153,6 +192,96 @@ fn sse_response(
     headers.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-cache"));
     headers.insert("x-accel-buffering", HeaderValue::from_static("no"));
     resp
+}
+
+/// Whether `--sse-polling` applies to this legacy request.
+fn is_polled(app: &App, msg: &Value) -> bool {
+    app.fx.cfg.sse_polling
+        && method(msg) == "tools/call"
+        && msg
+            .pointer("/params/name")
+            .and_then(Value::as_str)
+            .is_some_and(|name| POLLED_TOOLS.contains(&name))
+}
+
+/// `--sse-polling`: starts a legacy request (tracked by the session, so only
+/// `notifications/cancelled` or DELETE stops it) and answers with just a priming event, ending
+/// the response. What the request emits is buffered for `GET` + `Last-Event-ID` ([`resume`]).
+fn answer_polled(
+    app: &App,
+    msg: Value,
+    sid: &str,
+    peer: &Arc<Peer>,
+    headers: &HeaderMap,
+) -> Response {
+    let stream = format!("{:016x}", rand::random::<u64>());
+    let polled = Arc::new(Polled {
+        session: sid.to_owned(),
+        buf: watch::Sender::new(PollBuf::default()),
+    });
+    lock(&app.polled).insert(stream.clone(), Arc::clone(&polled));
+    let (tx, mut rx) = mpsc::unbounded_channel();
+    let ctx = ReqCtx {
+        era: Era::Legacy,
+        out: tx,
+        peer: Some(Arc::clone(peer)),
+        tracker: None,
+        param_headers: param_header_names(headers),
+    };
+    spawn_request(&app.fx, msg, ctx, Some(peer));
+    let prefix = stream.clone();
+    tokio::spawn(async move {
+        let mut n: u64 = 0;
+        // Ends when the response is buffered or the work is gone (every sender dropped).
+        while let Some(item) = rx.recv().await {
+            n += 1;
+            let (event, end) = sse_event(item);
+            polled.buf.send_modify(|b| {
+                b.events.push(format!("id: {prefix}-{n}\n{event}"));
+                b.done = end;
+            });
+            if end {
+                return;
+            }
+        }
+        polled.buf.send_modify(|b| b.done = true);
+    });
+    eprintln!("sluice-fixture: polled stream {stream}: primed, response closed");
+    event_stream(Body::from(format!(
+        "id: {stream}-0\nretry: {POLL_RETRY_MS}\ndata: \n\n"
+    )))
+}
+
+/// `GET` + `Last-Event-ID: <stream>-<n>` (`--sse-polling`): replays the events of that stream
+/// after `n`, then the ones still to come, and ends after the final response. 400 if no polled
+/// stream of this session has sent that id.
+fn resume(app: &App, sid: &str, last: &HeaderValue) -> Response {
+    let found = last
+        .to_str()
+        .ok()
+        .and_then(|l| l.rsplit_once('-'))
+        .and_then(|(stream, n)| {
+            let polled = lock(&app.polled).get(stream).cloned()?;
+            Some((polled, n.parse::<usize>().ok()?))
+        })
+        .filter(|(polled, n)| polled.session == sid && *n <= polled.buf.borrow().events.len());
+    let Some((polled, next)) = found else {
+        let err = RpcError::new(-32600, "Unknown Last-Event-ID");
+        return rpc_error(StatusCode::BAD_REQUEST, &Value::Null, &err);
+    };
+    // `next` is the index in `events` of the first event to send (event `<stream>-<n + 1>`).
+    let rx = polled.buf.subscribe();
+    let events = futures::stream::unfold((rx, next), |(mut rx, next)| async move {
+        let event = {
+            let buf = rx
+                .wait_for(|b| b.events.len() > next || b.done)
+                .await
+                .ok()?;
+            buf.events.get(next).cloned()?
+        };
+        Some((Ok::<_, Infallible>(event), (rx, next + 1)))
+    });
+    event_stream(Body::from_stream(events))
 }
 
 /// Runs one request and turns what it emits into an HTTP response: JSON if the response is
@@ -364,6 +493,9 @@ async fn post_mcp(State(app): State<Arc<App>>, headers: HeaderMap, body: Bytes) 
                     rpc_error(StatusCode::BAD_REQUEST, &id, &err)
                 }
                 Era::Legacy => match session(&app, &headers) {
+                    Ok((sid, peer)) if is_polled(&app, &msg) => {
+                        answer_polled(&app, msg, &sid, &peer, &headers)
+                    }
                     Ok((_, peer)) => {
                         answer(&app, msg, Era::Legacy, Some(&peer), None, &headers).await
                     }
@@ -375,13 +507,19 @@ async fn post_mcp(State(app): State<Arc<App>>, headers: HeaderMap, body: Bytes) 
 }
 
 /// `GET /mcp`: a legacy session's stream for unsolicited notifications (list_changed,
-/// resources/updated); 405 without a session or on a modern-only server.
+/// resources/updated); 405 without a session or on a modern-only server. With `--sse-polling`
+/// and `Last-Event-ID`, the resumption of a polled POST stream instead ([`resume`]).
 async fn get_mcp(State(app): State<Arc<App>>, headers: HeaderMap) -> Response {
     if app.fx.cfg.era == EraMode::Modern || !headers.contains_key(SESSION_HEADER) {
         return status_only(StatusCode::METHOD_NOT_ALLOWED);
     }
     match session(&app, &headers) {
-        Ok((_, peer)) => {
+        Ok((sid, peer)) => {
+            if app.fx.cfg.sse_polling
+                && let Some(last) = headers.get(LAST_EVENT_ID_HEADER)
+            {
+                return resume(&app, &sid, last);
+            }
             let (tx, rx) = mpsc::unbounded_channel();
             peer.set_notify(Some(tx));
             sse_response(None, rx, None)
@@ -398,6 +536,7 @@ async fn delete_mcp(State(app): State<Arc<App>>, headers: HeaderMap) -> Response
     match session(&app, &headers) {
         Ok((sid, peer)) => {
             app.sessions().remove(&sid);
+            lock(&app.polled).retain(|_, polled| polled.session != sid);
             peer.cancel_all();
             eprintln!("sluice-fixture: session {sid} deleted");
             status_only(StatusCode::OK)

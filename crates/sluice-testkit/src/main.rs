@@ -67,6 +67,14 @@ pub struct Config {
     /// Start-up fault to inject.
     #[arg(long, value_enum, default_value_t = StartMode::Normal)]
     pub start: StartMode,
+
+    /// HTTP, legacy sessions only: behave like a 2025-11-25 server that polls (SEP-1699). A
+    /// `tools/call` of `slow` or `progress` answers `text/event-stream` with only a priming
+    /// event (`id: <stream>-0`, `retry: 100`, empty data) and ends the response; the tool keeps
+    /// running and what it emits is buffered (`id: <stream>-<n>`) until the client resumes with
+    /// `GET /mcp` + `Last-Event-ID`. Ignored on stdio and in the 2026 era.
+    #[arg(long)]
+    pub sse_polling: bool,
 }
 
 /// Which protocol era(s) the fixture speaks.

@@ -606,3 +606,220 @@ fn legacy_resource_subscriptions_notify_the_get_stream() {
     assert_eq!(resp.status, 404);
     assert_eq!(resp.json()["error"]["code"], -32601);
 }
+
+/// `initialize` in the legacy era; returns the session id.
+fn legacy_session(fx: &HttpFixture) -> String {
+    let init = rpc(
+        json!(1),
+        "initialize",
+        json!({"protocolVersion": "2025-11-25", "capabilities": {},
+               "clientInfo": {"name": "t", "version": "0"}}),
+    );
+    let resp = fx.post(&[], &init);
+    assert_eq!(resp.status, 200, "body: {}", resp.body);
+    resp.header("mcp-session-id")
+        .expect("session id")
+        .to_owned()
+}
+
+/// A polled POST's body: exactly one priming event (id `<stream>-0`, `retry: 100`, empty data),
+/// already ended. Returns its id.
+fn priming_id(resp: &common::HttpResp) -> String {
+    assert_eq!(resp.status, 200, "body: {}", resp.body);
+    assert_eq!(resp.header("content-type"), Some("text/event-stream"));
+    let events = resp.sse_events();
+    assert_eq!(events.len(), 1, "only the priming event: {}", resp.body);
+    let priming = &events[0];
+    assert_eq!(priming.retry, Some(100));
+    assert_eq!(priming.data.as_deref(), Some(""));
+    let id = priming.id.clone().expect("priming event id");
+    let (stream, n) = id.rsplit_once('-').expect("<stream>-<n>");
+    assert!(!stream.is_empty());
+    assert_eq!(n, "0");
+    id
+}
+
+/// `GET /mcp` resuming after `last` (read to the end of the body).
+fn resume(fx: &HttpFixture, sid: &str, last: &str) -> common::HttpResp {
+    fx.request(
+        "GET",
+        &[
+            ("Mcp-Session-Id", sid),
+            ("Accept", "text/event-stream"),
+            ("Last-Event-ID", last),
+        ],
+        None,
+    )
+}
+
+#[test]
+fn sse_polling_slow_is_primed_then_resumed_with_last_event_id() {
+    let fx = HttpFixture::spawn(&["--era", "legacy", "--sse-polling"]);
+    let sid = legacy_session(&fx);
+    let session = [
+        ("Mcp-Session-Id", sid.as_str()),
+        ("MCP-Protocol-Version", "2025-11-25"),
+    ];
+    let call = rpc(
+        json!("s-7"),
+        "tools/call",
+        json!({"name": "slow", "arguments": {"ms": 200}}),
+    );
+    let resp = fx.post(&session, &call);
+    let primed = priming_id(&resp);
+    let stream = primed.rsplit_once('-').unwrap().0.to_owned();
+
+    // The resumption waits for the tool, sends the response as event 1 and ends.
+    let resumed = resume(&fx, &sid, &primed);
+    assert_eq!(resumed.status, 200, "body: {}", resumed.body);
+    assert_eq!(resumed.header("content-type"), Some("text/event-stream"));
+    let events = resumed.sse_events();
+    assert_eq!(events.len(), 1, "{}", resumed.body);
+    assert_eq!(
+        events[0].id.as_deref(),
+        Some(format!("{stream}-1").as_str())
+    );
+    let answer = events[0].json();
+    assert_eq!(answer["id"], "s-7");
+    assert_eq!(answer["result"]["content"][0]["text"], "slept");
+
+    // Resuming again from the priming id replays it; from the response's id, nothing is left.
+    assert_eq!(resume(&fx, &sid, &primed).sse_events(), events);
+    let after = resume(&fx, &sid, &format!("{stream}-1"));
+    assert_eq!(after.status, 200);
+    assert_eq!(after.sse_events(), vec![]);
+
+    // Unknown ids, ids never sent, and another session's stream are 400.
+    for bad in [
+        "nope",
+        "nope-0",
+        &format!("{stream}-2"),
+        &format!("{stream}-x"),
+    ] {
+        assert_eq!(resume(&fx, &sid, bad).status, 400, "{bad}");
+    }
+    let other = legacy_session(&fx);
+    assert_eq!(resume(&fx, &other, &primed).status, 400);
+
+    // Without Last-Event-ID a GET is still the session's stream for unsolicited notifications.
+    let mut get = fx.open(
+        "GET",
+        &[
+            ("Mcp-Session-Id", sid.as_str()),
+            ("Accept", "text/event-stream"),
+        ],
+        None,
+    );
+    assert_eq!(get.status, 200);
+    let add = fx.post(
+        &session,
+        &rpc(json!(3), "tools/call", json!({"name": "add_tool"})),
+    );
+    assert_eq!(add.header("content-type"), Some("application/json"));
+    assert_eq!(
+        get.next_json()["method"],
+        "notifications/tools/list_changed"
+    );
+
+    // Other tools are answered on the POST as usual.
+    let echo = fx.post(
+        &session,
+        &rpc(
+            json!(4),
+            "tools/call",
+            json!({"name": "echo", "arguments": {"text": "hi"}}),
+        ),
+    );
+    assert_eq!(echo.json()["result"]["content"][0]["text"], "hi");
+
+    // DELETE forgets the session's streams.
+    assert_eq!(fx.request("DELETE", &session, None).status, 200);
+    assert_eq!(resume(&fx, &sid, &primed).status, 404);
+}
+
+#[test]
+fn sse_polling_progress_is_buffered_until_resumed() {
+    let fx = HttpFixture::spawn(&["--era", "dual", "--sse-polling"]);
+    let sid = legacy_session(&fx);
+    let session = [("Mcp-Session-Id", sid.as_str())];
+    let call = rpc(
+        json!(9),
+        "tools/call",
+        json!({"name": "progress", "arguments": {"steps": 2, "delay_ms": 20},
+               "_meta": {"progressToken": "tok"}}),
+    );
+    let primed = priming_id(&fx.post(&session, &call));
+    let stream = primed.rsplit_once('-').unwrap().0.to_owned();
+
+    let resumed = resume(&fx, &sid, &primed);
+    assert_eq!(resumed.status, 200, "body: {}", resumed.body);
+    let events = resumed.sse_events();
+    let ids: Vec<String> = events.iter().map(|e| e.id.clone().unwrap()).collect();
+    assert_eq!(
+        ids,
+        [1, 2, 3].map(|n| format!("{stream}-{n}")),
+        "{}",
+        resumed.body
+    );
+    for (i, event) in events[..2].iter().enumerate() {
+        assert_eq!(
+            event.json(),
+            json!({"jsonrpc": "2.0", "method": "notifications/progress",
+                   "params": {"progressToken": "tok", "progress": i + 1, "total": 2}})
+        );
+    }
+    let answer = events[2].json();
+    assert_eq!(answer["id"], 9);
+    assert_eq!(answer["result"]["content"][0]["text"], "done");
+
+    // Resuming after the first progress event replays only the rest.
+    let rest = resume(&fx, &sid, &format!("{stream}-1")).sse_events();
+    assert_eq!(rest, events[1..]);
+}
+
+#[test]
+fn without_sse_polling_the_post_carries_the_result() {
+    let fx = HttpFixture::spawn(&["--era", "legacy"]);
+    let sid = legacy_session(&fx);
+    let session = [("Mcp-Session-Id", sid.as_str())];
+    let slow = fx.post(
+        &session,
+        &rpc(
+            json!(2),
+            "tools/call",
+            json!({"name": "slow", "arguments": {"ms": 50}}),
+        ),
+    );
+    assert_eq!(slow.status, 200);
+    assert_eq!(slow.header("content-type"), Some("application/json"));
+    assert_eq!(slow.json()["result"]["content"][0]["text"], "slept");
+
+    let progress = fx.post(
+        &session,
+        &rpc(
+            json!(3),
+            "tools/call",
+            json!({"name": "progress", "arguments": {"steps": 2, "delay_ms": 10},
+                   "_meta": {"progressToken": 1}}),
+        ),
+    );
+    assert_eq!(progress.header("content-type"), Some("text/event-stream"));
+    let events = progress.sse_events();
+    assert_eq!(events.len(), 3, "{}", progress.body);
+    assert!(events.iter().all(|e| e.id.is_none() && e.retry.is_none()));
+    assert_eq!(events[2].json()["id"], 3);
+    assert_eq!(events[2].json()["result"]["content"][0]["text"], "done");
+
+    // Last-Event-ID means nothing here: the GET is the session's stream.
+    let mut get = fx.open(
+        "GET",
+        &[
+            ("Mcp-Session-Id", sid.as_str()),
+            ("Accept", "text/event-stream"),
+            ("Last-Event-ID", "whatever-0"),
+        ],
+        None,
+    );
+    assert_eq!(get.status, 200);
+    assert!(get.idle_for(Duration::from_millis(200)), "stays open");
+}

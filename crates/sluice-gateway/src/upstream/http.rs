@@ -25,6 +25,11 @@ use super::connection::{RelatedSink, Shared};
 use crate::pending::Answer;
 use crate::rescue::UpstreamError;
 
+/// How long to wait before resuming a polled SSE answer when the upstream
+/// named no `retry`, and the most sluice waits whatever it named.
+const DEFAULT_SSE_RETRY: Duration = Duration::from_millis(500);
+const MAX_SSE_RETRY: Duration = Duration::from_secs(10);
+
 /// How many times in a row the legacy GET stream may fail before sluice
 /// stops reopening it (the POST path keeps working without it).
 const GET_STREAM_RETRIES: u32 = 5;
@@ -214,6 +219,11 @@ impl HttpWire {
         }
     }
 
+    /// Reads a request's SSE answer. A 2025-11-25 upstream may close the
+    /// stream before answering (SSE polling, SEP-1699) after events with
+    /// ids: sluice then waits the `retry` it was given and resumes with
+    /// `GET` + `Last-Event-ID` until the answer comes (the request timeout
+    /// bounds the whole).
     async fn read_stream(
         &self,
         shared: &Arc<Shared>,
@@ -222,29 +232,61 @@ impl HttpWire {
         resp: reqwest::Response,
         related: Option<&RelatedSink>,
     ) -> Result<Answer, UpstreamError> {
-        let mut events = capped_events(resp, self.max_message);
-        while let Some(event) = events.next().await {
-            let Ok(event) = event else {
-                return Err(UpstreamError::Protocol {
-                    upstream: shared.name.to_string(),
-                    detail: "the event stream broke or exceeded the transport ceiling",
-                });
-            };
-            // Priming events carry an id and empty data: nothing to route.
-            let Some(data) = event.data.filter(|d| !d.trim().is_empty()) else {
-                continue;
-            };
-            match Message::parse(data.as_bytes()) {
-                Some(Ok(Message::Response { id: rid, outcome })) if rid.as_u64() == Some(id) => {
-                    return Ok(outcome.map_err(Some));
+        let mut resp = resp;
+        let mut last_event: Option<String> = None;
+        let mut retry = DEFAULT_SSE_RETRY;
+        loop {
+            let mut events = capped_events(resp, self.max_message);
+            while let Some(event) = events.next().await {
+                let Ok(event) = event else {
+                    return Err(UpstreamError::Protocol {
+                        upstream: shared.name.to_string(),
+                        detail: "the event stream broke or exceeded the transport ceiling",
+                    });
+                };
+                if let Some(event_id) = event.id.filter(|i| !i.is_empty()) {
+                    last_event = Some(event_id);
                 }
-                Some(Ok(message)) => shared.dispatch(era, message, related),
-                _ => {
-                    tracing::warn!(upstream = %shared.name, "upstream sent an event that is not JSON-RPC; ignored")
+                if let Some(ms) = event.retry {
+                    retry = Duration::from_millis(ms).min(MAX_SSE_RETRY);
+                }
+                // Priming events carry an id and empty data: nothing to route.
+                let Some(data) = event.data.filter(|d| !d.trim().is_empty()) else {
+                    continue;
+                };
+                match Message::parse(data.as_bytes()) {
+                    Some(Ok(Message::Response { id: rid, outcome }))
+                        if rid.as_u64() == Some(id) =>
+                    {
+                        return Ok(outcome.map_err(Some));
+                    }
+                    Some(Ok(message)) => shared.dispatch(era, message, related),
+                    _ => {
+                        tracing::warn!(upstream = %shared.name, "upstream sent an event that is not JSON-RPC; ignored")
+                    }
                 }
             }
+            // The stream ended without the answer: resumable only in the
+            // legacy era, and only after an event with an id.
+            let (Era::Legacy, Some(last)) = (era, &last_event) else {
+                return Ok(Err(None));
+            };
+            tokio::time::sleep(retry).await;
+            let mut headers = self.headers(Era::Legacy, None, None, &[]);
+            headers.remove(header::CONTENT_TYPE);
+            headers.insert(
+                header::ACCEPT,
+                HeaderValue::from_static("text/event-stream"),
+            );
+            let Ok(last) = HeaderValue::try_from(last.as_str()) else {
+                return Ok(Err(None));
+            };
+            headers.insert("last-event-id", last);
+            resp = match self.client.get(&self.url).headers(headers).send().await {
+                Ok(r) if r.status().is_success() && is_event_stream(r.headers()) => r,
+                _ => return Ok(Err(None)),
+            };
         }
-        Ok(Err(None))
     }
 
     fn has_session(&self) -> bool {

@@ -341,6 +341,11 @@ impl HttpResp {
         serde_json::from_str(&self.body).unwrap_or_else(|e| panic!("not JSON ({e}): {}", self.body))
     }
 
+    /// The events of an SSE body, with their ids.
+    pub fn sse_events(&self) -> Vec<SseEvent> {
+        sse_events(&self.body)
+    }
+
     /// The `data:` payloads of an SSE body.
     pub fn sse_data(&self) -> Vec<String> {
         self.body
@@ -354,6 +359,52 @@ impl HttpResp {
             })
             .collect()
     }
+}
+
+/// One SSE event: its `id`, `retry` and `data` (several `data` lines joined with `\n`).
+#[derive(Debug, Default, Clone, PartialEq, Eq)]
+pub struct SseEvent {
+    pub id: Option<String>,
+    pub retry: Option<u64>,
+    pub data: Option<String>,
+}
+
+impl SseEvent {
+    /// The data parsed as JSON (panics if absent or not JSON).
+    pub fn json(&self) -> Value {
+        let data = self.data.as_deref().expect("event data");
+        serde_json::from_str(data).unwrap_or_else(|e| panic!("not JSON ({e}): {data}"))
+    }
+}
+
+/// The events of an SSE body (comment lines skipped; one leading space of a value removed).
+pub fn sse_events(body: &str) -> Vec<SseEvent> {
+    body.split("\n\n")
+        .filter_map(|block| {
+            let mut event = SseEvent::default();
+            let mut any = false;
+            for line in block
+                .lines()
+                .filter(|l| !l.is_empty() && !l.starts_with(':'))
+            {
+                let (field, value) = line.split_once(':').unwrap_or((line, ""));
+                let value = value.strip_prefix(' ').unwrap_or(value).to_owned();
+                any = true;
+                match field {
+                    "id" => event.id = Some(value),
+                    "retry" => event.retry = value.parse().ok(),
+                    "data" => {
+                        event.data = Some(match event.data.take() {
+                            Some(prev) => format!("{prev}\n{value}"),
+                            None => value,
+                        });
+                    }
+                    _ => {}
+                }
+            }
+            any.then_some(event)
+        })
+        .collect()
 }
 
 fn header<'a>(headers: &'a [(String, String)], name: &str) -> Option<&'a str> {
