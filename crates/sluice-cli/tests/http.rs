@@ -769,8 +769,32 @@ async fn resource_subscriptions_are_shared_counted_released_and_renewed() {
             && h["upstreams"]["fx"]["restarts"] == json!(1)
     })
     .await;
-    let view = upstream_view(&a).await;
+    // Renewed on its own task once the upstream is back: poll (bounded).
+    let mut view = Value::Null;
+    for _ in 0..100 {
+        view = upstream_view(&a).await;
+        if view["subscribed"] == json!(["fixture://res/0002"]) {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
     assert_eq!(view["subscribed"], json!(["fixture://res/0002"]), "{view}");
+    // Without a session there is nothing to hold a subscription, and no way
+    // to undo another client's.
+    let r = body(
+        s.modern(
+            6,
+            "resources/unsubscribe",
+            json!({"uri": "fixture://res/0002"}),
+        )
+        .await,
+    )
+    .await;
+    assert_eq!(r["error"]["code"], json!(-32601), "{r}");
+    assert_eq!(
+        upstream_view(&a).await["subscribed"],
+        json!(["fixture://res/0002"])
+    );
 }
 
 #[tokio::test(flavor = "multi_thread")]

@@ -122,9 +122,20 @@ fn is_token(s: &str) -> bool {
             .all(|b| b.is_ascii_alphanumeric() || b"!#$%&'*+-.^_`|~".contains(&b))
 }
 
-/// The headers a call with `arguments` carries: `(header name, value)` for
-/// each declared argument present and not null.
-pub fn values(declared: &[ParamHeader], arguments: &Value) -> Vec<(String, String)> {
+/// One header a call carries, and how to compare a received value with it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Mirror {
+    /// The header name, lowercase (`mcp-param-region`).
+    pub header: String,
+    /// The encoded value.
+    pub value: String,
+    /// The argument is an integer: compare numerically.
+    pub integer: bool,
+}
+
+/// The headers a call with `arguments` carries: one per declared argument
+/// present and not null.
+pub fn values(declared: &[ParamHeader], arguments: &Value) -> Vec<Mirror> {
     declared
         .iter()
         .filter_map(|h| {
@@ -132,32 +143,44 @@ pub fn values(declared: &[ParamHeader], arguments: &Value) -> Vec<(String, Strin
             for key in &h.path {
                 v = v.get(key)?;
             }
-            let value = match v {
-                Value::String(s) => encode_value(s),
-                Value::Bool(b) => b.to_string(),
-                Value::Number(n) => n
-                    .as_i64()
-                    .filter(|i| i.abs() <= MAX_SAFE_INTEGER)
-                    .map(|i| i.to_string())?,
+            let (value, integer) = match v {
+                Value::String(s) => (encode_value(s), false),
+                Value::Bool(b) => (b.to_string(), false),
+                Value::Number(n) => (
+                    n.as_i64()
+                        .filter(|i| i.abs() <= MAX_SAFE_INTEGER)
+                        .map(|i| i.to_string())?,
+                    true,
+                ),
                 _ => return None,
             };
-            Some((
-                format!("{PARAM_HEADER_PREFIX}{}", h.name.to_ascii_lowercase()),
+            Some(Mirror {
+                header: format!("{PARAM_HEADER_PREFIX}{}", h.name.to_ascii_lowercase()),
                 value,
-            ))
+                integer,
+            })
         })
         .collect()
 }
 
-/// Whether a received header value matches the argument's expected value
-/// (after decoding; integers compared as numbers).
-pub fn matches(received: &str, expected: &str) -> bool {
-    let (Some(received), Some(expected)) = (decode_value(received), decode_value(expected)) else {
-        return false;
-    };
+/// Whether a received header value matches what the argument says (after
+/// decoding; numerically only for an integer argument, so `"0042"` and
+/// `"+42"` differ as strings).
+pub fn matches(received: &str, expected: &Mirror) -> bool {
+    match (decode_value(received), decode_value(&expected.value)) {
+        (Some(received), Some(_)) if expected.integer => {
+            matches_integer(&received, &expected.value)
+        }
+        (Some(received), Some(expected)) => received == expected,
+        _ => false,
+    }
+}
+
+/// Whether a received value is the integer `expected` (`"042"` is 42).
+pub fn matches_integer(received: &str, expected: &str) -> bool {
     match (received.parse::<i64>(), expected.parse::<i64>()) {
         (Ok(a), Ok(b)) => a == b,
-        _ => received == expected,
+        _ => false,
     }
 }
 
@@ -202,8 +225,12 @@ mod tests {
             ]
         );
         let args = json!({"region": "eu west", "opts": {"dry": true}, "plain": "x"});
+        let got: Vec<(String, String)> = values(&d, &args)
+            .into_iter()
+            .map(|m| (m.header, m.value))
+            .collect();
         assert_eq!(
-            values(&d, &args),
+            got,
             vec![
                 ("mcp-param-region".into(), "eu west".into()),
                 ("mcp-param-dry-run".into(), "true".into())
@@ -232,10 +259,35 @@ mod tests {
     }
 
     #[test]
-    fn integers_compare_as_numbers() {
-        assert!(matches("042", "42"));
-        assert!(matches("=?base64?aMOpbGxv?=", "héllo"));
-        assert!(!matches("43", "42"));
-        assert!(!matches("true", "false"));
+    fn integers_compare_as_numbers_and_strings_as_strings() {
+        let int = Mirror {
+            header: "h".into(),
+            value: "42".into(),
+            integer: true,
+        };
+        assert!(matches("042", &int));
+        assert!(!matches("43", &int));
+        let text = Mirror {
+            header: "h".into(),
+            value: "0042".into(),
+            integer: false,
+        };
+        assert!(
+            !matches("+42", &text),
+            "a string argument is compared as a string"
+        );
+        assert!(matches("0042", &text));
+        let enc = Mirror {
+            header: "h".into(),
+            value: encode_value("héllo"),
+            integer: false,
+        };
+        assert!(matches("=?base64?aMOpbGxv?=", &enc));
+        let b = Mirror {
+            header: "h".into(),
+            value: "false".into(),
+            integer: false,
+        };
+        assert!(!matches("true", &b));
     }
 }

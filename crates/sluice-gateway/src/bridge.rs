@@ -178,7 +178,13 @@ impl Bridge {
             .key
             .open(token, method, params, now_ms())
             .map_err(|e| RpcError::invalid_params(e.to_string()))?;
-        let parked = self.lock().remove(&call.handle).ok_or_else(|| {
+        let parked = {
+            let mut parked = self.lock();
+            let now = Instant::now();
+            parked.retain(|_, p| p.expires > now);
+            parked.remove(&call.handle)
+        };
+        let parked = parked.ok_or_else(|| {
             RpcError::invalid_params(
                 "requestState refers to no open call: already answered, or expired",
             )

@@ -110,25 +110,14 @@ impl Gateway {
         })
     }
 
-    /// A legacy session ended (DELETE, expiry, stdin closed): its resource
-    /// subscriptions are released, upstream too when it was the last.
-    pub async fn end_session(&self, session: &crate::downstream::ClientSession) {
+    /// A legacy session ended (DELETE, expiry, a second `initialize`): its
+    /// resource subscriptions are released, upstream too when it was the
+    /// last (on their own tasks: nothing waits for the upstream).
+    pub fn end_session(&self, session: &crate::downstream::ClientSession) {
         session.closed.cancel();
         for (uri, upstream) in session.take_subscriptions() {
-            if !self.hub.release_subscription(&upstream, &uri) {
-                continue;
-            }
-            if let Some(Ok(conn)) = self.upstream(&upstream).map(|u| u.connection()) {
-                let _ = conn
-                    .request(
-                        "resources/unsubscribe",
-                        json!({"uri": uri}),
-                        &json!({}),
-                        None,
-                        self.config.server.request_timeout,
-                        &[],
-                    )
-                    .await;
+            if self.hub.release_subscription(&upstream, &uri) {
+                self.unsubscribe_upstream(&upstream, &uri);
             }
         }
     }

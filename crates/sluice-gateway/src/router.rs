@@ -194,40 +194,68 @@ impl Gateway {
                 "params.uri must be the resource's URI",
             ));
         };
-        let upstream = self.resource_owner(&uri)?;
+        // A subscription lives in a session: without one (a 2026-07-28
+        // request, where the method is gone, or a client that skipped
+        // initialize) there is nothing to hold it, and forwarding would let
+        // anyone undo other clients' subscriptions on the shared upstream.
         let Some(session) = &ctx.session else {
-            // No session to keep it in (a client that skipped initialize):
-            // pass it through.
-            return self
-                .forward(ctx, upstream, method, &params.clone(), params)
-                .await;
+            return Err(RpcError::method_not_found(method));
         };
-        let name = upstream.name();
-        if method == "resources/subscribe" {
-            if !session.subscribe(&uri, name) {
-                return Ok(json!({}));
-            }
-            if !self.hub.acquire_subscription(name, &uri) {
-                return Ok(json!({}));
-            }
-            let result = self
-                .forward(ctx, upstream, method, &params.clone(), params)
-                .await;
-            if result.is_err() {
-                session.unsubscribe(&uri);
-                self.hub.release_subscription(name, &uri);
-            }
-            result
-        } else {
+        if method == "resources/unsubscribe" {
+            // The upstream that holds it is the one recorded, even if the
+            // catalog has moved on since.
             let Some(held) = session.unsubscribe(&uri) else {
                 return Ok(json!({}));
             };
-            if !self.hub.release_subscription(&held, &uri) {
-                return Ok(json!({}));
+            if self.hub.release_subscription(&held, &uri) {
+                self.unsubscribe_upstream(&held, &uri);
             }
-            self.forward(ctx, upstream, method, &params.clone(), params)
-                .await
+            return Ok(json!({}));
         }
+        let upstream = self.resource_owner(&uri)?;
+        let name = upstream.name();
+        if !session.subscribe(&uri, name) {
+            return Ok(json!({}));
+        }
+        if !self.hub.acquire_subscription(name, &uri) {
+            return Ok(json!({}));
+        }
+        let result = self
+            .forward(ctx, upstream, method, &params.clone(), params)
+            .await;
+        // Undo what this request did if it failed, or if the session ended
+        // meanwhile (its subscriptions were already released without this
+        // one).
+        if (result.is_err() || session.closed.is_cancelled())
+            && session.unsubscribe(&uri).is_some()
+            && self.hub.release_subscription(name, &uri)
+            && result.is_ok()
+        {
+            self.unsubscribe_upstream(name, &uri);
+        }
+        result
+    }
+
+    /// Sends `resources/unsubscribe` upstream on its own task: a slow or
+    /// hung upstream must not hold the client (or a session's end) up.
+    pub(crate) fn unsubscribe_upstream(&self, upstream: &str, uri: &str) {
+        let Some(Ok(conn)) = self.upstream(upstream).map(|u| u.connection()) else {
+            return;
+        };
+        let timeout = self.config.server.request_timeout;
+        let params = json!({"uri": uri});
+        tokio::spawn(async move {
+            let _ = conn
+                .request(
+                    "resources/unsubscribe",
+                    params,
+                    &json!({}),
+                    None,
+                    timeout,
+                    &[],
+                )
+                .await;
+        });
     }
 
     /// The upstream that serves a URI: the one that lists it, else the
@@ -459,11 +487,19 @@ impl Gateway {
             .and_then(|t| t.get("inputSchema"))
             .unwrap_or(&Value::Null);
         let arguments = params.get("arguments").unwrap_or(&Value::Null);
-        let mut out = headers::declared(schema)
-            .map(|declared| headers::values(&declared, arguments))
-            .unwrap_or_default();
+        let declared = headers::declared(schema).unwrap_or_default();
+        let mut out: Vec<(String, String)> = headers::values(&declared, arguments)
+            .into_iter()
+            .map(|m| (m.header, m.value))
+            .collect();
+        // The client's own headers for declared arguments are replaced by
+        // the computed ones (or dropped, for an absent argument); the rest
+        // are forwarded.
         for (name, value) in &ctx.param_headers {
-            if !out.iter().any(|(n, _)| n == name) {
+            let is_declared = declared.iter().any(|d| {
+                name.eq_ignore_ascii_case(&format!("{}{}", headers::PARAM_HEADER_PREFIX, d.name))
+            });
+            if !is_declared {
                 out.push((name.clone(), value.clone()));
             }
         }

@@ -177,7 +177,7 @@ pub fn check_param_headers(msg: &Value, http: &HeaderMap) -> Result<(), RpcError
         };
         let same = match expected {
             Value::String(s) => headers::decode_value(value).is_some_and(|d| d == *s),
-            Value::Number(n) => headers::matches(value, &n.to_string()),
+            Value::Number(n) => headers::matches_integer(value, &n.to_string()),
             Value::Bool(b) => headers::decode_value(value).is_some_and(|d| d == b.to_string()),
             _ => false,
         };

@@ -127,7 +127,7 @@ async fn expire_sessions(state: Arc<HttpState>) {
             tracing::info!("closing {} idle legacy session(s)", expired.len());
         }
         for session in expired {
-            state.gateway.end_session(&session).await;
+            state.gateway.end_session(&session);
         }
     }
 }
@@ -417,7 +417,7 @@ async fn delete_mcp(State(state): State<Arc<HttpState>>, headers: HeaderMap) -> 
     let session = state.lock_sessions().remove(id);
     match session {
         Some(session) => {
-            state.gateway.end_session(&session).await;
+            state.gateway.end_session(&session);
             StatusCode::OK.into_response()
         }
         None => StatusCode::NOT_FOUND.into_response(),
@@ -538,7 +538,8 @@ fn check_param_headers(
         return Ok(());
     };
     let arguments = params.get("arguments").unwrap_or(&Value::Null);
-    for (name, expected) in headers::values(&declared, arguments) {
+    for expected in headers::values(&declared, arguments) {
+        let name = &expected.header;
         match headers.get(name.as_str()).and_then(|v| v.to_str().ok()) {
             Some(got) if headers::matches(got, &expected) => {}
             Some(_) => {

@@ -136,16 +136,26 @@ impl ClientLink {
             answers.forget(id);
             return Err(RpcError::new(jsonrpc::INTERNAL_ERROR, "the client is gone"));
         }
-        let answer = tokio::time::timeout(timeout, rx).await;
+        let gone = async {
+            match &self.gone {
+                Some(gone) => gone.cancelled().await,
+                None => std::future::pending().await,
+            }
+        };
+        // A client that went away will not answer: stop waiting then.
+        let answer = tokio::select! {
+            answer = tokio::time::timeout(timeout, rx) => Some(answer),
+            () = gone => None,
+        };
         answers.forget(id);
         match answer {
-            Ok(Ok(Ok(result))) => Ok(result),
-            Ok(Ok(Err(Some(error)))) => Err(error),
-            Ok(_) => Err(RpcError::new(jsonrpc::INTERNAL_ERROR, "the client is gone")),
-            Err(_) => Err(RpcError::new(
+            Some(Ok(Ok(Ok(result)))) => Ok(result),
+            Some(Ok(Ok(Err(Some(error))))) => Err(error),
+            Some(Err(_)) => Err(RpcError::new(
                 jsonrpc::INTERNAL_ERROR,
                 format!("the client did not answer {method} in time"),
             )),
+            Some(_) | None => Err(RpcError::new(jsonrpc::INTERNAL_ERROR, "the client is gone")),
         }
     }
 }

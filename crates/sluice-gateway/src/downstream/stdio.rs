@@ -141,7 +141,7 @@ impl StdioClient {
             let (result, session) = self.gateway.initialize(&params);
             session.set_standalone(self.out.clone());
             if let Some(old) = self.session.replace(session) {
-                self.gateway.end_session(&old).await;
+                self.gateway.end_session(&old);
             }
             let _ = self.out.send(jsonrpc::response(id, Ok(result))).await;
             return;

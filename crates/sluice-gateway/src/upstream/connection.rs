@@ -112,6 +112,10 @@ struct Routes {
     progress: HashMap<String, RelatedSink>,
     /// Requests in flight that can take related traffic, oldest first.
     inflight: Vec<(u64, RelatedSink)>,
+    /// Requests waiting for their client to answer a relayed question, by
+    /// how many questions: such a request is not the one asking a new
+    /// question (stdio guessing).
+    asking: HashMap<u64, usize>,
 }
 
 /// Cleans up after one request, and cancels it upstream if it is dropped
@@ -418,7 +422,9 @@ impl Shared {
             "notifications/cancelled" | "notifications/subscriptions/acknowledged" => {}
             _ => {
                 let message = jsonrpc::notification(&method, params.clone());
-                let sink = related.cloned().or_else(|| self.guess_related());
+                let sink = related
+                    .cloned()
+                    .or_else(|| self.guess_related().map(|(_, sink)| sink));
                 match sink {
                     Some(sink) => {
                         let _ = sink.try_send(Related::Notification(message));
@@ -435,17 +441,21 @@ impl Shared {
     /// Where traffic that names no request goes. Over HTTP the stream it
     /// came on says which request it belongs to, so nothing is guessed: a
     /// message on the GET stream belongs to no request. Over stdio nothing
-    /// says, and the most recent request still in flight is the best guess.
-    fn guess_related(&self) -> Option<RelatedSink> {
+    /// says; only when exactly one request in flight is not itself waiting
+    /// on its client is it surely that one's (guessing among several could
+    /// hand one client's question, or log, to another).
+    fn guess_related(&self) -> Option<(u64, RelatedSink)> {
         if matches!(self.wire, Wire::Http(_)) {
             return None;
         }
-        self.lock_routes()
-            .inflight
-            .iter()
-            .rev()
-            .find(|(_, sink)| !sink.is_closed())
-            .map(|(_, sink)| sink.clone())
+        let routes = self.lock_routes();
+        let mut open = routes.inflight.iter().filter(|(id, sink)| {
+            !sink.is_closed() && routes.asking.get(id).is_none_or(|n| *n == 0)
+        });
+        match (open.next(), open.next()) {
+            (Some((id, sink)), None) => Some((*id, sink.clone())),
+            _ => None,
+        }
     }
 
     /// A server-to-client request: `ping` is answered here, anything else
@@ -460,7 +470,16 @@ impl Shared {
         related: Option<&RelatedSink>,
     ) {
         let shared = Arc::clone(self);
-        let sink = related.cloned().or_else(|| self.guess_related());
+        let (asker, sink) = match related {
+            Some(sink) => (None, Some(sink.clone())),
+            None => match self.guess_related() {
+                Some((asker, sink)) => (Some(asker), Some(sink)),
+                None => (None, None),
+            },
+        };
+        if let Some(asker) = asker {
+            *self.lock_routes().asking.entry(asker).or_insert(0) += 1;
+        }
         tokio::spawn(async move {
             let outcome = if method == "ping" {
                 Ok(json!({}))
@@ -486,6 +505,15 @@ impl Shared {
                     }
                 }
             };
+            if let Some(asker) = asker {
+                let mut routes = shared.lock_routes();
+                if let Some(n) = routes.asking.get_mut(&asker) {
+                    *n -= 1;
+                    if *n == 0 {
+                        routes.asking.remove(&asker);
+                    }
+                }
+            }
             shared.reply(era, id, outcome).await;
         });
     }
@@ -519,6 +547,7 @@ impl Drop for RequestGuard<'_> {
         {
             let mut routes = self.shared.lock_routes();
             routes.inflight.retain(|(id, _)| *id != self.id);
+            routes.asking.remove(&self.id);
             if let Some(token) = &self.token {
                 routes.progress.remove(token);
             }

@@ -28,7 +28,10 @@ use crate::rescue::UpstreamError;
 /// How long to wait before resuming a polled SSE answer when the upstream
 /// named no `retry`, and the most sluice waits whatever it named.
 const DEFAULT_SSE_RETRY: Duration = Duration::from_millis(500);
+const MIN_SSE_RETRY: Duration = Duration::from_millis(100);
 const MAX_SSE_RETRY: Duration = Duration::from_secs(10);
+/// Resumptions in a row that brought no event before giving up.
+const MAX_IDLE_RESUMES: u32 = 20;
 
 /// How many times in a row the legacy GET stream may fail before sluice
 /// stops reopening it (the POST path keeps working without it).
@@ -235,6 +238,7 @@ impl HttpWire {
         let mut resp = resp;
         let mut last_event: Option<String> = None;
         let mut retry = DEFAULT_SSE_RETRY;
+        let mut idle_resumes = 0;
         loop {
             let mut events = capped_events(resp, self.max_message);
             while let Some(event) = events.next().await {
@@ -248,8 +252,9 @@ impl HttpWire {
                     last_event = Some(event_id);
                 }
                 if let Some(ms) = event.retry {
-                    retry = Duration::from_millis(ms).min(MAX_SSE_RETRY);
+                    retry = Duration::from_millis(ms).clamp(MIN_SSE_RETRY, MAX_SSE_RETRY);
                 }
+                idle_resumes = 0;
                 // Priming events carry an id and empty data: nothing to route.
                 let Some(data) = event.data.filter(|d| !d.trim().is_empty()) else {
                     continue;
@@ -271,6 +276,12 @@ impl HttpWire {
             let (Era::Legacy, Some(last)) = (era, &last_event) else {
                 return Ok(Err(None));
             };
+            // An upstream that keeps closing without saying anything new is
+            // not polling, it is broken.
+            idle_resumes += 1;
+            if idle_resumes > MAX_IDLE_RESUMES {
+                return Ok(Err(None));
+            }
             tokio::time::sleep(retry).await;
             let mut headers = self.headers(Era::Legacy, None, None, &[]);
             headers.remove(header::CONTENT_TYPE);

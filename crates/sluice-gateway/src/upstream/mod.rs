@@ -194,32 +194,13 @@ pub(crate) async fn supervise(
             version = %desc.protocol_version,
             "upstream connected"
         );
-        // Subscriptions clients hold survive a reconnect.
-        for uri in hub.subscribed(up.name()) {
-            let params = json!({"uri": uri});
-            if let Err(e) = conn
-                .request(
-                    "resources/subscribe",
-                    params,
-                    &json!({}),
-                    None,
-                    settings.request_timeout,
-                    &[],
-                )
-                .await
-            {
-                tracing::warn!(
-                    upstream = up.name(),
-                    "could not subscribe again to a resource: {e}"
-                );
-            }
-        }
         up.set_connection(Some(Arc::clone(&conn)));
         up.update(|s| {
             s.state = "ready";
             s.era = Some(era_name(desc.era));
             s.protocol_version = Some(desc.protocol_version.clone());
         });
+        resubscribe(&up, &hub, &conn, &settings);
         if !refresh_or_stop(&up, &hub, &conn, &settings, &shutdown).await {
             conn.shutdown(settings.shutdown_grace).await;
             up.set_connection(None);
@@ -318,6 +299,33 @@ fn era_name(era: Era) -> &'static str {
     match era {
         Era::Modern => "modern",
         Era::Legacy => "legacy",
+    }
+}
+
+/// Subscriptions clients hold survive a reconnect: subscribe again, all at
+/// once and on their own tasks (each bounded by the request timeout; a
+/// connection that ends ends them).
+fn resubscribe(up: &Upstream, hub: &Hub, conn: &Arc<Connection>, settings: &Settings) {
+    for uri in hub.subscribed(up.name()) {
+        let conn = Arc::clone(conn);
+        let name = up.name().to_owned();
+        let timeout = settings.request_timeout;
+        tokio::spawn(async move {
+            let params = json!({"uri": uri});
+            if let Err(e) = conn
+                .request(
+                    "resources/subscribe",
+                    params,
+                    &json!({}),
+                    None,
+                    timeout,
+                    &[],
+                )
+                .await
+            {
+                tracing::warn!(upstream = %name, "could not subscribe again to a resource: {e}");
+            }
+        });
     }
 }
 
