@@ -643,3 +643,67 @@ async fn stdin_closing_ends_sluice_even_with_a_listen_open() {
     let status = s.finish().await;
     assert!(status.success());
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn two_questions_from_a_stdio_upstream_reach_the_calls_that_asked() {
+    let mut s = StdioSluice::start(&fixture_upstream("leg", &["--era", "legacy"])).await;
+    s.initialize(json!({"sampling": {}})).await;
+    let mut questions = Vec::new();
+    for (id, prompt) in [(1, "first"), (2, "second")] {
+        s.send(json!({"jsonrpc": "2.0", "id": id, "method": "tools/call",
+            "params": {"name": "leg__sample", "arguments": {"prompt": prompt}}}))
+            .await;
+        // The first call waits on its question while the second asks.
+        let q = loop {
+            let m = s.recv().await;
+            if m["method"] == json!("sampling/createMessage") {
+                break m;
+            }
+            s.seen.push(m);
+        };
+        questions.push(q);
+    }
+    // Answer in reverse order, echoing each question's prompt.
+    for q in questions.iter().rev() {
+        let prompt = q["params"]["messages"][0]["content"]["text"]
+            .as_str()
+            .unwrap();
+        s.send(
+            json!({"jsonrpc": "2.0", "id": q["id"], "result": {"role": "assistant",
+            "content": {"type": "text", "text": format!("answer to {prompt}")}, "model": "m"}}),
+        )
+        .await;
+    }
+    for (id, prompt) in [(1, "first"), (2, "second")] {
+        let r = s.response(id).await;
+        assert!(
+            first_text(&r).contains(&format!("answer to {prompt}")),
+            "call {id}: {r}"
+        );
+    }
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn endless_stderr_without_newlines_is_not_buffered() {
+    let script = format!(
+        "head -c 64000000 /dev/zero | tr '\\0' x >&2; exec {}",
+        fixture_bin()
+    );
+    let config =
+        format!("[[upstream]]\nname = \"noisy\"\ncommand = \"sh\"\nargs = [\"-c\", {script:?}]\n");
+    let mut s = StdioSluice::start(&config).await;
+    s.initialize(json!({})).await;
+    let r = s
+        .call(1, "noisy__echo", json!({"text": "still fine"}))
+        .await;
+    assert_eq!(first_text(&r), "still fine");
+    let pid = s.child.id().unwrap();
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
+    let peak_kib: u64 = status
+        .lines()
+        .find_map(|l| l.strip_prefix("VmHWM:"))
+        .and_then(|v| v.trim().trim_end_matches(" kB").trim().parse().ok())
+        .unwrap();
+    // 64 MB went through stderr; sluice's peak memory stays far below it.
+    assert!(peak_kib < 48 * 1024, "sluice's peak RSS was {peak_kib} KiB");
+}
