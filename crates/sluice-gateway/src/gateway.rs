@@ -48,6 +48,10 @@ pub(crate) struct Hub {
     /// client sessions want it. An upstream connection is shared, so it is
     /// subscribed once and unsubscribed when the last session lets go.
     subscriptions: Mutex<HashMap<(String, String), usize>>,
+    /// One lock per (upstream, URI), held across each change sent upstream,
+    /// so that a subscribe and an unsubscribe for the same URI reach the
+    /// upstream in the order their counts changed.
+    subscription_locks: Mutex<HashMap<(String, String), Arc<tokio::sync::Mutex<()>>>>,
 }
 
 /// Something to tell connected clients about.
@@ -83,6 +87,7 @@ impl Gateway {
             events,
             settled: watch::Sender::new(0),
             subscriptions: Mutex::new(HashMap::new()),
+            subscription_locks: Mutex::new(HashMap::new()),
         });
         let upstreams: Vec<Arc<Upstream>> = config
             .upstreams
@@ -278,6 +283,37 @@ impl Hub {
             }
             None => false,
         }
+    }
+
+    /// How many sessions want `uri` on `upstream`.
+    pub(crate) fn subscription_count(&self, upstream: &str, uri: &str) -> usize {
+        let subs = self
+            .subscriptions
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
+        subs.get(&(upstream.to_owned(), uri.to_owned()))
+            .copied()
+            .unwrap_or(0)
+    }
+
+    /// The lock that orders changes to one upstream subscription.
+    pub(crate) fn subscription_lock(
+        &self,
+        upstream: &str,
+        uri: &str,
+    ) -> Arc<tokio::sync::Mutex<()>> {
+        let mut locks = self
+            .subscription_locks
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
+        // Drop the locks nobody holds or wants any more, so the map stays
+        // as small as the set of subscribed URIs.
+        locks.retain(|_, l| Arc::strong_count(l) > 1 || l.try_lock().is_err());
+        Arc::clone(
+            locks
+                .entry((upstream.to_owned(), uri.to_owned()))
+                .or_default(),
+        )
     }
 
     /// The URIs some session wants on `upstream`: to subscribe again after

@@ -214,6 +214,8 @@ impl Gateway {
         }
         let upstream = self.resource_owner(&uri)?;
         let name = upstream.name();
+        let lock = self.hub.subscription_lock(name, &uri);
+        let _ordered = lock.lock().await;
         if !session.subscribe(&uri, name) {
             return Ok(json!({}));
         }
@@ -243,8 +245,17 @@ impl Gateway {
             return;
         };
         let timeout = self.config.server.request_timeout;
-        let params = json!({"uri": uri});
+        let hub = Arc::clone(&self.hub);
+        let (upstream, uri) = (upstream.to_owned(), uri.to_owned());
         tokio::spawn(async move {
+            let lock = hub.subscription_lock(&upstream, &uri);
+            let _ordered = lock.lock().await;
+            // A session may have subscribed again meanwhile: then the
+            // upstream subscription is still wanted.
+            if hub.subscription_count(&upstream, &uri) > 0 {
+                return;
+            }
+            let params = json!({"uri": uri});
             let _ = conn
                 .request(
                     "resources/unsubscribe",
