@@ -51,8 +51,11 @@ pub(crate) struct Hub {
     /// One lock per (upstream, URI), held across each change sent upstream,
     /// so that a subscribe and an unsubscribe for the same URI reach the
     /// upstream in the order their counts changed.
-    subscription_locks: Mutex<HashMap<(String, String), Arc<tokio::sync::Mutex<()>>>>,
+    subscription_locks: Mutex<HashMap<(String, String), OrderLock>>,
 }
+
+/// Orders the changes sent upstream for one subscription.
+pub(crate) type OrderLock = Arc<tokio::sync::Mutex<()>>;
 
 /// Something to tell connected clients about.
 #[derive(Debug, Clone, PartialEq)]
