@@ -31,15 +31,7 @@ async fn modern_requests_are_stateless_and_carry_modern_fields() {
     let r = body(resp).await;
     assert_eq!(r["result"]["resultType"], json!("complete"));
     assert_eq!(r["result"]["tools"].as_array().unwrap().len(), 11);
-    let r = body(
-        s.modern(
-            2,
-            "tools/call",
-            json!({"name": "fx__echo", "arguments": {"text": "hi"}}),
-        )
-        .await,
-    )
-    .await;
+    let r = s.call(2, "fx__echo", json!({"text": "hi"})).await;
     assert_eq!(first_text(&r), "hi");
     assert_eq!(r["result"]["resultType"], json!("complete"));
     // An unknown method is 404 with -32601 in 2026-07-28.
@@ -374,15 +366,7 @@ async fn http_upstreams_of_both_eras() {
     assert_eq!(h["upstreams"]["hm"]["era"], json!("modern"));
     assert_eq!(h["upstreams"]["hl"]["era"], json!("legacy"));
     for up in ["hm", "hl"] {
-        let r = body(
-            s.modern(
-                1,
-                "tools/call",
-                json!({"name": format!("{up}__echo"), "arguments": {"text": up}}),
-            )
-            .await,
-        )
-        .await;
+        let r = s.call(1, format!("{up}__echo"), json!({"text": up})).await;
         assert_eq!(first_text(&r), up);
     }
     // Progress from an HTTP upstream's SSE answer reaches the client.
@@ -393,15 +377,7 @@ async fn http_upstreams_of_both_eras() {
     assert_eq!(all.len(), 3, "{all:?}");
     assert_eq!(all[0]["params"]["progressToken"], json!("p"));
     // A hung HTTP upstream times out.
-    let r = body(
-        s.modern(
-            3,
-            "tools/call",
-            json!({"name": "hm__hang", "arguments": {}}),
-        )
-        .await,
-    )
-    .await;
+    let r = s.call(3, "hm__hang", json!({})).await;
     assert_eq!(r["error"]["code"], json!(-32003));
     modern.0.kill().await.unwrap();
     legacy.0.kill().await.unwrap();
@@ -452,15 +428,7 @@ async fn modern_clients_hear_of_catalog_changes_through_subscriptions_listen() {
         ack["params"]["_meta"]["io.modelcontextprotocol/subscriptionId"],
         json!(42)
     );
-    let r = body(
-        s.modern(
-            2,
-            "tools/call",
-            json!({"name": "leg__add_tool", "arguments": {}}),
-        )
-        .await,
-    )
-    .await;
+    let r = s.call(2, "leg__add_tool", json!({})).await;
     assert!(r.get("result").is_some(), "{r}");
     let note = events.next().await;
     assert_eq!(note["method"], json!("notifications/tools/list_changed"));
@@ -484,15 +452,7 @@ async fn catalog_changes_of_modern_upstreams_arrive_through_their_listen_stream(
     for (i, up) in ["ms", "mh"].into_iter().enumerate() {
         let id = 10 * (i as i64 + 1);
         let tool = format!("{up}__added_0");
-        let r = body(
-            s.modern(
-                id,
-                "tools/call",
-                json!({"name": format!("{up}__add_tool"), "arguments": {}}),
-            )
-            .await,
-        )
-        .await;
+        let r = s.call(id, format!("{up}__add_tool"), json!({})).await;
         assert!(r.get("result").is_some(), "{r}");
         let mut seen = false;
         for n in 1..=100 {
@@ -576,15 +536,7 @@ async fn unanswered_mrtr_rounds_do_not_make_a_healthy_upstream_look_hung() {
     tokio::time::sleep(Duration::from_millis(2500)).await;
     let h = s.health().await;
     assert_eq!(h["upstreams"]["leg"]["restarts"], json!(0), "{h}");
-    let r = body(
-        s.modern(
-            9,
-            "tools/call",
-            json!({"name": "leg__echo", "arguments": {"text": "ok"}}),
-        )
-        .await,
-    )
-    .await;
+    let r = s.call(9, "leg__echo", json!({"text": "ok"})).await;
     assert_eq!(first_text(&r), "ok");
 }
 
@@ -809,15 +761,7 @@ async fn a_polling_legacy_upstream_is_resumed_with_last_event_id() {
         .await;
     // The upstream closes the answer's stream after a priming event; sluice
     // resumes it and the client sees one plain answer.
-    let r = body(
-        s.modern(
-            1,
-            "tools/call",
-            json!({"name": "pl__slow", "arguments": {"ms": 200}}),
-        )
-        .await,
-    )
-    .await;
+    let r = s.call(1, "pl__slow", json!({"ms": 200})).await;
     assert_eq!(first_text(&r), "slept", "{r}");
     // Progress sent while the stream was closed arrives after the resume.
     let params = json!({"name": "pl__progress", "arguments": {"steps": 2, "delay_ms": 20},

@@ -250,6 +250,13 @@ impl HttpSluice {
             .unwrap()
     }
 
+    /// A modern `tools/call`; the whole JSON-RPC answer.
+    pub async fn call(&self, id: i64, name: impl Into<String>, arguments: Value) -> Value {
+        let params = json!({"name": name.into(), "arguments": arguments});
+        let resp = self.modern(id, "tools/call", params).await;
+        messages(resp).await.pop().expect("an answer")
+    }
+
     pub async fn health(&self) -> Value {
         let resp = self
             .client
