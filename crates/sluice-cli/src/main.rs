@@ -1,6 +1,10 @@
-//! The `sluice` command: glue only. It parses arguments, loads the config,
-//! starts the gateway, and maps outcomes to exit codes (DESIGN decision 9):
-//! 0 ok, 64 usage error, 70 internal error, 78 invalid configuration.
+//! The `sluice` command: glue only. It parses arguments, loads the config
+//! and the lockfile, starts the gateway (or reads catalogs for `lock` and
+//! `check`), and maps outcomes to exit codes (DESIGN decision 9): 0 ok,
+//! 1 drift found, 2 not established, 64 usage error, 70 internal error,
+//! 78 invalid configuration or lockfile.
+
+mod pinning;
 
 use std::io::IsTerminal;
 use std::net::SocketAddr;
@@ -10,10 +14,13 @@ use std::sync::Arc;
 
 use anyhow::Context;
 use clap::{Parser, Subcommand};
+use sluice_core::catalog::lockfile::Lockfile;
 use sluice_core::config::{Config, Diagnostic, MCP_PATH, Source};
 use sluice_gateway::Gateway;
 use tracing_subscriber::EnvFilter;
 
+const EXIT_DRIFT: u8 = 1;
+const EXIT_NOT_ESTABLISHED: u8 = 2;
 const EXIT_USAGE: u8 = 64;
 const EXIT_INTERNAL: u8 = 70;
 const EXIT_CONFIG: u8 = 78;
@@ -39,6 +46,26 @@ enum Command {
         /// Override `[server] listen` (e.g. 127.0.0.1:0 for any free port).
         #[arg(long, value_name = "ADDR")]
         listen: Option<SocketAddr>,
+    },
+    /// Read every upstream's catalog to its end and write the approved
+    /// definitions to the lockfile (exit 2, keeping the previous approval,
+    /// for an upstream whose read did not finish).
+    Lock {
+        #[command(flatten)]
+        source: ConfigArgs,
+        /// Lock only this upstream (repeatable); the others keep their
+        /// approval.
+        #[arg(long = "upstream", value_name = "NAME")]
+        upstreams: Vec<String>,
+    },
+    /// Compare every upstream's catalog with the lockfile: exit 0 unchanged,
+    /// 1 drifted (the diff is printed), 2 not established.
+    Check {
+        #[command(flatten)]
+        source: ConfigArgs,
+        /// Print the verdicts as one JSON object.
+        #[arg(long)]
+        json: bool,
     },
     /// Work with the configuration.
     Config {
@@ -70,6 +97,20 @@ struct ConfigArgs {
     /// Use a Claude Desktop / Cursor / VS Code mcp.json instead.
     #[arg(long, value_name = "FILE")]
     mcp_json: Option<PathBuf>,
+    /// The lockfile (default: `[catalog] lockfile`, relative to the
+    /// config file's directory).
+    #[arg(long, value_name = "FILE")]
+    lockfile: Option<PathBuf>,
+}
+
+impl ConfigArgs {
+    fn path(&self) -> &Path {
+        self.mcp_json.as_deref().unwrap_or(&self.config)
+    }
+
+    fn lockfile(&self, config: &Config) -> PathBuf {
+        pinning::lockfile_path(self.path(), config, self.lockfile.as_deref())
+    }
 }
 
 fn main() -> ExitCode {
@@ -86,9 +127,14 @@ fn main() -> ExitCode {
             };
         }
     };
+    // `lock` and `check` print their own report; their log is for trouble.
+    let default_level = match cli.command {
+        Command::Lock { .. } | Command::Check { .. } => "warn",
+        _ => "info",
+    };
     tracing_subscriber::fmt()
         .with_env_filter(
-            EnvFilter::try_from_env("SLUICE_LOG").unwrap_or_else(|_| EnvFilter::new("info")),
+            EnvFilter::try_from_env("SLUICE_LOG").unwrap_or_else(|_| EnvFilter::new(default_level)),
         )
         .with_writer(std::io::stderr)
         .with_ansi(std::io::stderr().is_terminal())
@@ -115,6 +161,22 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             }
             Err(code) => code,
         }),
+        Command::Lock { source, upstreams } => {
+            let config = match load(&source) {
+                Ok(config) => config,
+                Err(code) => return Ok(code),
+            };
+            let path = source.lockfile(&config);
+            runtime()?.block_on(pinning::lock(&config, &path, &upstreams))
+        }
+        Command::Check { source, json } => {
+            let config = match load(&source) {
+                Ok(config) => config,
+                Err(code) => return Ok(code),
+            };
+            let path = source.lockfile(&config);
+            runtime()?.block_on(pinning::check(&config, &path, json))
+        }
         Command::Serve {
             source,
             stdio,
@@ -127,10 +189,39 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             if let Some(listen) = listen {
                 config.server.listen = listen;
             }
-            let runtime = tokio::runtime::Runtime::new().context("starting the async runtime")?;
-            runtime.block_on(serve(config, stdio))
+            let path = source.lockfile(&config);
+            let lock = match pinning::read_lockfile(&path) {
+                Ok(Some(lock)) => {
+                    tracing::info!(
+                        "pinned: serving only what {} approves (on_drift = {:?})",
+                        path.display(),
+                        config.catalog.on_drift.as_str()
+                    );
+                    Some(lock)
+                }
+                Ok(None) if config.catalog.require_lock => {
+                    eprintln!(
+                        "{}: no lockfile, and [catalog] require_lock is true: run `sluice lock` first; nothing was started",
+                        path.display()
+                    );
+                    return Ok(ExitCode::from(EXIT_CONFIG));
+                }
+                Ok(None) => {
+                    tracing::warn!(
+                        "unpinned: no lockfile at {}; catalogs are served as the upstreams send them (run `sluice lock` to pin them)",
+                        path.display()
+                    );
+                    None
+                }
+                Err(code) => return Ok(code),
+            };
+            runtime()?.block_on(serve(config, lock, stdio))
         }
     }
+}
+
+fn runtime() -> anyhow::Result<tokio::runtime::Runtime> {
+    tokio::runtime::Runtime::new().context("starting the async runtime")
 }
 
 /// Loads and validates the config; on failure prints every problem and
@@ -172,9 +263,9 @@ fn load(args: &ConfigArgs) -> Result<Config, ExitCode> {
     })
 }
 
-async fn serve(config: Config, stdio: bool) -> anyhow::Result<ExitCode> {
+async fn serve(config: Config, lock: Option<Lockfile>, stdio: bool) -> anyhow::Result<ExitCode> {
     let listen = config.server.listen;
-    let gateway = Gateway::start(config);
+    let gateway = Gateway::start(config, lock);
     if stdio {
         let served = sluice_gateway::downstream::stdio::serve(
             Arc::clone(&gateway),

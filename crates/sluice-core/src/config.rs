@@ -19,6 +19,8 @@ use serde::Deserialize;
 use serde_json::Value;
 use toml::Spanned;
 
+use crate::catalog::drift::OnDrift;
+use crate::discovery::WalkLimits;
 use crate::naming;
 
 /// The default HTTP listen address (loopback only).
@@ -35,6 +37,28 @@ pub struct Config {
     pub server: ServerConfig,
     /// `[[upstream]]`, in file order (the order that breaks ties).
     pub upstreams: Vec<UpstreamConfig>,
+    /// `[catalog]`.
+    pub catalog: CatalogConfig,
+}
+
+/// `[catalog]`: how catalogs are read, approved and re-read.
+#[derive(Debug, Clone, PartialEq)]
+pub struct CatalogConfig {
+    /// `lockfile`: the approved catalogs, relative to the config file's
+    /// directory. Default `sluice.lock`.
+    pub lockfile: PathBuf,
+    /// `on_drift`: `"block"` (default) or `"warn"`.
+    pub on_drift: OnDrift,
+    /// `require_lock`: refuse to serve without a lockfile (default false:
+    /// serve unpinned, and say so at start).
+    pub require_lock: bool,
+    /// `refresh_interval`: how often every catalog is read again, besides
+    /// on `list_changed` (`0s`: only on `list_changed`). Default 5m.
+    pub refresh_interval: Duration,
+    /// `read_timeout`: the most one whole catalog read may take. Default 2m.
+    pub read_timeout: Duration,
+    /// `max_pages` and `max_items`: caps on one list's walk.
+    pub limits: WalkLimits,
 }
 
 /// `[server]`: how sluice serves its clients.
@@ -123,6 +147,20 @@ struct RawConfig {
     server: RawServer,
     #[serde(default)]
     upstream: Vec<RawUpstream>,
+    #[serde(default)]
+    catalog: RawCatalog,
+}
+
+#[derive(Debug, Deserialize, Default)]
+#[serde(deny_unknown_fields)]
+struct RawCatalog {
+    lockfile: Option<Spanned<String>>,
+    on_drift: Option<Spanned<String>>,
+    require_lock: Option<bool>,
+    refresh_interval: Option<Spanned<String>>,
+    read_timeout: Option<Spanned<String>>,
+    max_pages: Option<Spanned<i64>>,
+    max_items: Option<Spanned<i64>>,
 }
 
 #[derive(Debug, Deserialize, Default)]
@@ -186,8 +224,13 @@ impl Config {
             }
         }
         check_names(&raw.upstream, server.as_ref(), &mut diags);
-        match server {
-            Some(server) if diags.list.is_empty() => Ok(Config { server, upstreams }),
+        let catalog = validate_catalog(&raw.catalog, &mut diags);
+        match (server, catalog) {
+            (Some(server), Some(catalog)) if diags.list.is_empty() => Ok(Config {
+                server,
+                upstreams,
+                catalog,
+            }),
             _ => Err(diags.list),
         }
     }
@@ -261,6 +304,7 @@ impl Config {
             return Err(diags.list);
         }
         Ok(Config {
+            catalog: CatalogConfig::default(),
             server: ServerConfig::default(),
             upstreams,
         })
@@ -371,85 +415,37 @@ fn validate_server(raw: &RawServer, diags: &mut Diagnostics<'_>) -> Option<Serve
             None
         }
     };
-    let duration = |diags: &mut Diagnostics<'_>,
-                    field: &Option<Spanned<String>>,
-                    key: &str,
-                    default: Duration,
-                    range: (Duration, Duration)| {
-        let Some(s) = field else {
-            return Some(default);
-        };
-        match parse_duration(s.get_ref()) {
-            Some(v) if v >= range.0 && v <= range.1 => Some(v),
-            Some(_) => {
-                diags.push(
-                    Some(s.span()),
-                    key,
-                    format!(
-                        "{:?} is out of range: must be {} to {}",
-                        s.get_ref(),
-                        format_duration(range.0),
-                        format_duration(range.1)
-                    ),
-                );
-                None
-            }
-            None => {
-                diags.push(
-                    Some(s.span()),
-                    key,
-                    format!(
-                        "{:?} is not a duration: write a number with a unit, ms, s, m or h (e.g. \"60s\")",
-                        s.get_ref()
-                    ),
-                );
-                None
-            }
-        }
-    };
     let secs = Duration::from_secs;
-    let request_timeout = duration(
-        diags,
+    let request_timeout = diags.duration(
         &raw.request_timeout,
         "server.request_timeout",
         d.request_timeout,
         (secs(1), secs(3600)),
     );
-    let session_idle_timeout = duration(
-        diags,
+    let session_idle_timeout = diags.duration(
         &raw.session_idle_timeout,
         "server.session_idle_timeout",
         d.session_idle_timeout,
         (secs(1), secs(86_400)),
     );
-    let startup_timeout = duration(
-        diags,
+    let startup_timeout = diags.duration(
         &raw.startup_timeout,
         "server.startup_timeout",
         d.startup_timeout,
         (secs(1), secs(600)),
     );
-    let shutdown_grace = duration(
-        diags,
+    let shutdown_grace = diags.duration(
         &raw.shutdown_grace,
         "server.shutdown_grace",
         d.shutdown_grace,
         (Duration::ZERO, secs(60)),
     );
-    let max_sessions = match &raw.max_sessions {
-        None => Some(d.max_sessions),
-        Some(n) => match usize::try_from(*n.get_ref()) {
-            Ok(v) if (1..=100_000).contains(&v) => Some(v),
-            _ => {
-                diags.push(
-                    Some(n.span()),
-                    "server.max_sessions",
-                    format!("{} is out of range: must be 1 to 100000", n.get_ref()),
-                );
-                None
-            }
-        },
-    };
+    let max_sessions = diags.integer(
+        &raw.max_sessions,
+        "server.max_sessions",
+        d.max_sessions,
+        (1, 100_000),
+    );
     Some(ServerConfig {
         listen: listen?,
         separator: separator?,
@@ -458,6 +454,71 @@ fn validate_server(raw: &RawServer, diags: &mut Diagnostics<'_>) -> Option<Serve
         max_sessions: max_sessions?,
         startup_timeout: startup_timeout?,
         shutdown_grace: shutdown_grace?,
+    })
+}
+
+fn validate_catalog(raw: &RawCatalog, diags: &mut Diagnostics<'_>) -> Option<CatalogConfig> {
+    let d = CatalogConfig::default();
+    let lockfile = match &raw.lockfile {
+        None => Some(d.lockfile.clone()),
+        Some(s) if s.get_ref().trim().is_empty() => {
+            diags.push(
+                Some(s.span()),
+                "catalog.lockfile",
+                "must be a file path (relative to this file's directory), not empty".into(),
+            );
+            None
+        }
+        Some(s) => Some(PathBuf::from(s.get_ref())),
+    };
+    let on_drift = match raw.on_drift.as_ref().map(|s| (s, s.get_ref().as_str())) {
+        None => Some(d.on_drift),
+        Some((_, "block")) => Some(OnDrift::Block),
+        Some((_, "warn")) => Some(OnDrift::Warn),
+        Some((s, other)) => {
+            diags.push(
+                Some(s.span()),
+                "catalog.on_drift",
+                format!("{other:?}: must be \"block\" or \"warn\""),
+            );
+            None
+        }
+    };
+    let secs = Duration::from_secs;
+    let refresh_interval = diags.duration(
+        &raw.refresh_interval,
+        "catalog.refresh_interval",
+        d.refresh_interval,
+        (Duration::ZERO, secs(86_400)),
+    );
+    let read_timeout = diags.duration(
+        &raw.read_timeout,
+        "catalog.read_timeout",
+        d.read_timeout,
+        (secs(1), secs(3600)),
+    );
+    let max_pages = diags.integer(
+        &raw.max_pages,
+        "catalog.max_pages",
+        d.limits.max_pages,
+        (1, 1_000_000),
+    );
+    let max_items = diags.integer(
+        &raw.max_items,
+        "catalog.max_items",
+        d.limits.max_items,
+        (1, 10_000_000),
+    );
+    Some(CatalogConfig {
+        lockfile: lockfile?,
+        on_drift: on_drift?,
+        require_lock: raw.require_lock.unwrap_or(d.require_lock),
+        refresh_interval: refresh_interval?,
+        read_timeout: read_timeout?,
+        limits: WalkLimits {
+            max_pages: max_pages?,
+            max_items: max_items?,
+        },
     })
 }
 
@@ -662,6 +723,19 @@ fn format_duration(d: Duration) -> String {
 
 // === impl ServerConfig ===
 
+impl Default for CatalogConfig {
+    fn default() -> Self {
+        CatalogConfig {
+            lockfile: PathBuf::from("sluice.lock"),
+            on_drift: OnDrift::Block,
+            require_lock: false,
+            refresh_interval: Duration::from_secs(300),
+            read_timeout: Duration::from_secs(120),
+            limits: WalkLimits::default(),
+        }
+    }
+}
+
 impl Default for ServerConfig {
     fn default() -> Self {
         ServerConfig {
@@ -716,6 +790,75 @@ impl fmt::Debug for UpstreamTransport {
 // === impl Diagnostics ===
 
 impl Diagnostics<'_> {
+    /// A duration key within `range`, or `default` when absent.
+    fn duration(
+        &mut self,
+        field: &Option<Spanned<String>>,
+        key: &str,
+        default: Duration,
+        range: (Duration, Duration),
+    ) -> Option<Duration> {
+        let Some(s) = field else {
+            return Some(default);
+        };
+        match parse_duration(s.get_ref()) {
+            Some(v) if v >= range.0 && v <= range.1 => Some(v),
+            Some(_) => {
+                self.push(
+                    Some(s.span()),
+                    key,
+                    format!(
+                        "{:?} is out of range: must be {} to {}",
+                        s.get_ref(),
+                        format_duration(range.0),
+                        format_duration(range.1)
+                    ),
+                );
+                None
+            }
+            None => {
+                self.push(
+                    Some(s.span()),
+                    key,
+                    format!(
+                        "{:?} is not a duration: write a number with a unit, ms, s, m or h (e.g. \"60s\")",
+                        s.get_ref()
+                    ),
+                );
+                None
+            }
+        }
+    }
+
+    /// An integer key within `range` (inclusive), or `default` when absent.
+    fn integer(
+        &mut self,
+        field: &Option<Spanned<i64>>,
+        key: &str,
+        default: usize,
+        range: (usize, usize),
+    ) -> Option<usize> {
+        let Some(n) = field else {
+            return Some(default);
+        };
+        match usize::try_from(*n.get_ref()) {
+            Ok(v) if (range.0..=range.1).contains(&v) => Some(v),
+            _ => {
+                self.push(
+                    Some(n.span()),
+                    key,
+                    format!(
+                        "{} is out of range: must be {} to {}",
+                        n.get_ref(),
+                        range.0,
+                        range.1
+                    ),
+                );
+                None
+            }
+        }
+    }
+
     fn push(&mut self, span: Option<Range<usize>>, key: &str, message: String) {
         let location = match span {
             Some(span) => {
@@ -941,6 +1084,53 @@ name = "neither"
         assert_eq!(expand_env("x${A}y${A}", &env), Ok("x1y1".into()));
         assert_eq!(expand_env("$A ${", &env), Ok("$A ${".into()));
         assert_eq!(expand_env("${B}", &env), Err("B".into()));
+    }
+
+    #[test]
+    fn catalog_section() {
+        let c = parse(
+            r#"
+[catalog]
+lockfile = "locks/prod.lock"
+on_drift = "warn"
+require_lock = true
+refresh_interval = "0s"
+read_timeout = "30s"
+max_pages = 50
+max_items = 500
+"#,
+        )
+        .expect("valid");
+        assert_eq!(c.catalog.lockfile, PathBuf::from("locks/prod.lock"));
+        assert_eq!(c.catalog.on_drift, OnDrift::Warn);
+        assert!(c.catalog.require_lock);
+        assert_eq!(c.catalog.refresh_interval, Duration::ZERO);
+        assert_eq!(c.catalog.read_timeout, Duration::from_secs(30));
+        assert_eq!(
+            c.catalog.limits,
+            WalkLimits {
+                max_pages: 50,
+                max_items: 500
+            }
+        );
+        assert_eq!(parse("").expect("empty").catalog, CatalogConfig::default());
+        let errs = errors(
+            "[catalog]\non_drift = \"ignore\"\nmax_pages = 0\nread_timeout = \"2h\"\nlockfile = \"\"",
+        );
+        assert_eq!(errs.len(), 4, "{errs:#?}");
+        assert!(
+            errs.iter()
+                .any(|e| e.contains("catalog.on_drift") && e.contains("\"block\" or \"warn\""))
+        );
+        assert!(
+            errs.iter()
+                .any(|e| e.contains("catalog.max_pages") && e.contains("1 to 1000000"))
+        );
+        assert!(
+            errs.iter()
+                .any(|e| e.contains("catalog.read_timeout") && e.contains("out of range"))
+        );
+        assert!(errs.iter().any(|e| e.contains("catalog.lockfile")));
     }
 
     #[test]

@@ -16,8 +16,11 @@ use std::collections::HashSet;
 
 use serde_json::Value;
 
-/// The four paginated MCP lists.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+use crate::catalog::UpstreamCatalog;
+use crate::jsonrpc;
+
+/// The four paginated MCP lists (ordered as sluice reads them).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum ListKind {
     /// `tools/list`, entries keyed by `name`.
     Tools,
@@ -81,6 +84,48 @@ pub enum IncompleteReason {
     /// The shell's deadline passed.
     #[error("the list was not read before the deadline")]
     Timeout,
+}
+
+/// The outcome of reading an upstream's whole catalog: every list it
+/// offers to the end, or nothing.
+#[derive(Debug, Clone, PartialEq)]
+pub enum CatalogRead {
+    /// Every offered list was read to its last page.
+    Complete(UpstreamCatalog),
+    /// One list did not finish; the whole read is discarded.
+    Incomplete {
+        /// The list that did not finish.
+        list: ListKind,
+        /// Why.
+        reason: IncompleteReason,
+    },
+}
+
+/// What the shell does next in a [`CatalogWalk`].
+#[derive(Debug, Clone, PartialEq)]
+#[must_use = "a catalog step says what to fetch next or how the read ended"]
+pub enum CatalogStep {
+    /// Request `list.method()` with this cursor (`None`: the first page).
+    Fetch {
+        /// Which list.
+        list: ListKind,
+        /// The cursor to send.
+        cursor: Option<String>,
+    },
+    /// The read ended.
+    Done(CatalogRead),
+}
+
+/// A read of every list an upstream offers, one [`Walk`] after another.
+/// The shell enforces the time cap by calling
+/// [`CatalogWalk::handle_timeout`] when its deadline passes.
+#[derive(Debug)]
+pub struct CatalogWalk {
+    limits: WalkLimits,
+    pending: std::vec::IntoIter<ListKind>,
+    walk: Option<Walk>,
+    first_page: bool,
+    catalog: UpstreamCatalog,
 }
 
 /// One walk over one list.
@@ -159,6 +204,106 @@ impl Default for WalkLimits {
         WalkLimits {
             max_pages: 10_000,
             max_items: 100_000,
+        }
+    }
+}
+
+// === impl CatalogWalk ===
+
+impl CatalogWalk {
+    /// A read of the lists whose capability `offers` says the upstream
+    /// declares.
+    pub fn new(offers: impl Fn(&str) -> bool, limits: WalkLimits) -> Self {
+        let lists: Vec<ListKind> = ListKind::ALL
+            .into_iter()
+            .filter(|k| offers(k.capability()))
+            .collect();
+        CatalogWalk {
+            limits,
+            pending: lists.into_iter(),
+            walk: None,
+            first_page: true,
+            catalog: UpstreamCatalog::default(),
+        }
+    }
+
+    /// The first step.
+    pub fn start(&mut self) -> CatalogStep {
+        self.next_list()
+    }
+
+    /// Feeds the result of the last fetch.
+    pub fn handle_page(&mut self, page: Value) -> CatalogStep {
+        self.first_page = false;
+        let step = match &mut self.walk {
+            Some(walk) => walk.handle_page(page),
+            None => Step::Incomplete(IncompleteReason::MalformedPage),
+        };
+        self.follow(step)
+    }
+
+    /// The upstream answered the last fetch with a JSON-RPC error of this
+    /// code. A server that offers resources but no templates may answer
+    /// `resources/templates/list` with "method not found": it has none.
+    pub fn handle_error(&mut self, code: i64) -> CatalogStep {
+        let kind = self.walk.as_ref().map(Walk::kind);
+        if self.first_page
+            && kind == Some(ListKind::ResourceTemplates)
+            && code == jsonrpc::METHOD_NOT_FOUND
+        {
+            return self.follow(Step::Complete(Vec::new()));
+        }
+        self.fail_with(Walk::handle_error)
+    }
+
+    /// The last fetch failed without an answer (the connection broke).
+    pub fn handle_failure(&mut self) -> CatalogStep {
+        self.fail_with(Walk::handle_error)
+    }
+
+    /// The shell's deadline passed.
+    pub fn handle_timeout(&mut self) -> CatalogStep {
+        self.fail_with(Walk::handle_timeout)
+    }
+
+    fn fail_with(&mut self, f: impl FnOnce(&mut Walk) -> Step) -> CatalogStep {
+        let step = match &mut self.walk {
+            Some(walk) => f(walk),
+            None => Step::Incomplete(IncompleteReason::MalformedPage),
+        };
+        self.follow(step)
+    }
+
+    fn follow(&mut self, step: Step) -> CatalogStep {
+        let list = self.walk.as_ref().map_or(ListKind::Tools, Walk::kind);
+        match step {
+            Step::Fetch(cursor) => CatalogStep::Fetch { list, cursor },
+            Step::Complete(items) => {
+                *self.catalog.list_mut(list) = items;
+                self.next_list()
+            }
+            Step::Incomplete(reason) => {
+                self.pending = Vec::new().into_iter();
+                self.walk = None;
+                self.catalog = UpstreamCatalog::default();
+                CatalogStep::Done(CatalogRead::Incomplete { list, reason })
+            }
+        }
+    }
+
+    fn next_list(&mut self) -> CatalogStep {
+        match self.pending.next() {
+            Some(list) => {
+                let walk = Walk::new(list, self.limits);
+                let step = walk.start();
+                self.walk = Some(walk);
+                self.first_page = true;
+                self.follow(step)
+            }
+            None => {
+                self.walk = None;
+                CatalogStep::Done(CatalogRead::Complete(std::mem::take(&mut self.catalog)))
+            }
         }
     }
 }
@@ -387,6 +532,88 @@ mod tests {
         assert!(!reason.to_string().contains("SECRET"));
     }
 
+    /// Drives a catalog read: `answer(list, cursor)` is a page or an error
+    /// code.
+    fn drive_catalog(
+        offers: &[&str],
+        answer: impl Fn(ListKind, Option<&str>) -> Result<Value, i64>,
+    ) -> CatalogRead {
+        let mut read = CatalogWalk::new(|c| offers.contains(&c), WalkLimits::default());
+        let mut step = read.start();
+        for _ in 0..10_000 {
+            match step {
+                CatalogStep::Fetch { list, cursor } => {
+                    step = match answer(list, cursor.as_deref()) {
+                        Ok(page) => read.handle_page(page),
+                        Err(code) => read.handle_error(code),
+                    }
+                }
+                CatalogStep::Done(done) => return done,
+            }
+        }
+        panic!("catalog read did not end within the step bound");
+    }
+
+    #[test]
+    fn catalog_read_covers_offered_lists_only() {
+        let read = drive_catalog(&["tools", "prompts"], |list, cursor| match (list, cursor) {
+            (ListKind::Tools, None) => Ok(json!({"tools": tools(&["a"]), "nextCursor": "2"})),
+            (ListKind::Tools, Some("2")) => Ok(json!({"tools": tools(&["b"])})),
+            (ListKind::Prompts, None) => Ok(json!({"prompts": [{"name": "p"}]})),
+            _ => Err(-32603),
+        });
+        let CatalogRead::Complete(catalog) = read else {
+            panic!("expected complete: {read:?}")
+        };
+        assert_eq!(catalog.tools.len(), 2);
+        assert_eq!(catalog.prompts.len(), 1);
+        assert!(catalog.resources.is_empty());
+    }
+
+    #[test]
+    fn templates_method_not_found_means_none_but_other_errors_fail() {
+        let answer = |code: i64| {
+            move |list: ListKind, _: Option<&str>| match list {
+                ListKind::Resources => Ok(json!({"resources": [{"uri": "a://1"}]})),
+                _ => Err(code),
+            }
+        };
+        let read = drive_catalog(&["resources"], answer(jsonrpc::METHOD_NOT_FOUND));
+        assert!(matches!(read, CatalogRead::Complete(c) if c.resources.len() == 1));
+        let read = drive_catalog(&["resources"], answer(-32603));
+        assert_eq!(
+            read,
+            CatalogRead::Incomplete {
+                list: ListKind::ResourceTemplates,
+                reason: IncompleteReason::ErrorPage
+            }
+        );
+        // Method-not-found on tools/list is an error page, not "no tools".
+        let read = drive_catalog(&["tools"], |_, _| Err(jsonrpc::METHOD_NOT_FOUND));
+        assert!(matches!(
+            read,
+            CatalogRead::Incomplete {
+                list: ListKind::Tools,
+                ..
+            }
+        ));
+    }
+
+    #[test]
+    fn a_failure_in_a_later_list_discards_the_earlier_ones() {
+        let read = drive_catalog(&["tools", "prompts"], |list, _| match list {
+            ListKind::Tools => Ok(json!({"tools": tools(&["a"])})),
+            _ => Ok(json!({"prompts": [], "nextCursor": 7})),
+        });
+        assert_eq!(
+            read,
+            CatalogRead::Incomplete {
+                list: ListKind::Prompts,
+                reason: IncompleteReason::NonStringCursor
+            }
+        );
+    }
+
     proptest! {
         /// Any list split into pages of any sizes, with distinct cursors,
         /// is read back whole and in order.
@@ -413,6 +640,51 @@ mod tests {
             let Step::Complete(items) = step else { panic!("expected complete") };
             let got: Vec<String> = items.iter().filter_map(|v| v["name"].as_str().map(String::from)).collect();
             prop_assert_eq!(got, names);
+        }
+
+        /// Pages linked by random cursors, including `""`, empty pages,
+        /// self-links and cycles of every length: the walk always ends; it
+        /// is complete exactly when following the cursors from the first
+        /// page never comes back to a page, and then it holds every entry
+        /// once, in order.
+        #[test]
+        fn random_cursor_graphs_never_loop_or_return_partial_reads(
+            sizes in proptest::collection::vec(0usize..4, 1..12),
+            links in proptest::collection::vec(proptest::option::of(0usize..12), 12),
+            empty_cursor_page in 0usize..12,
+        ) {
+            let n = sizes.len();
+            let cursor_of = |i: usize| if i == empty_cursor_page { String::new() } else { format!("c{i}") };
+            let next = |i: usize| links[i].map(|j| j % n);
+            let page = |i: usize| {
+                let entries: Vec<Value> = (0..sizes[i]).map(|j| json!({"name": format!("p{i}e{j}")})).collect();
+                match next(i) {
+                    Some(j) => json!({"tools": entries, "nextCursor": cursor_of(j)}),
+                    None => json!({"tools": entries}),
+                }
+            };
+            let step = drive(ListKind::Tools, WalkLimits::default(), |c| {
+                let i = c.map_or(0, |c| (0..n).find(|&i| cursor_of(i) == c).unwrap_or(0));
+                page(i)
+            });
+            // The path the cursors describe, stopping at the first revisit.
+            let mut path = vec![0];
+            let mut revisits = false;
+            while let Some(j) = next(*path.last().unwrap_or(&0)) {
+                if path.contains(&j) { revisits = true; break; }
+                path.push(j);
+            }
+            match step {
+                Step::Complete(items) => {
+                    prop_assert!(!revisits, "a looping sequence was read as complete");
+                    let expected: Vec<Value> = path.iter()
+                        .flat_map(|&i| (0..sizes[i]).map(move |j| json!({"name": format!("p{i}e{j}")})))
+                        .collect();
+                    prop_assert_eq!(items, expected);
+                }
+                Step::Incomplete(_) => prop_assert!(revisits, "a well-formed sequence was read as incomplete"),
+                Step::Fetch(_) => prop_assert!(false, "drive returns only final steps"),
+            }
         }
     }
 }

@@ -21,8 +21,10 @@
 //! - [`naming`]: how upstream tool and prompt names are namespaced.
 //! - [`discovery`]: the pagination walk over an upstream list, as a state
 //!   machine fed with pages.
-//! - [`catalog`]: the federated catalog: merged lists and the routes back to
-//!   each upstream.
+//! - [`canonical`]: one spelling for equal JSON values, and digests over it.
+//! - [`catalog`]: the federated catalog (merged lists and the routes back to
+//!   each upstream), entry definitions and digests, the lockfile of approved
+//!   definitions, and drift.
 //! - [`request_state`]: the sealed `requestState` that lets a 2026-07-28
 //!   client answer a legacy upstream's mid-call questions (MRTR bridging).
 //!
@@ -43,6 +45,7 @@
 //! ```
 #![deny(missing_docs)]
 
+pub mod canonical;
 pub mod catalog;
 pub mod config;
 pub mod discovery;

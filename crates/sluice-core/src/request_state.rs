@@ -18,7 +18,9 @@
 use base64::Engine;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use hmac::{Hmac, KeyInit, Mac};
-use serde_json::{Map, Value, json};
+use serde_json::{Value, json};
+
+use crate::canonical::canonical_json;
 use sha2::{Digest, Sha256};
 
 /// Every state sluice issues starts with this, then its key id.
@@ -161,27 +163,6 @@ pub fn params_digest(params: &Value) -> String {
     URL_SAFE_NO_PAD.encode(digest)
 }
 
-/// Compact JSON with object keys sorted at every level, so that two equal
-/// values have one spelling.
-pub fn canonical_json(value: &Value) -> String {
-    fn sorted(value: &Value) -> Value {
-        match value {
-            Value::Object(obj) => {
-                let mut keys: Vec<&String> = obj.keys().collect();
-                keys.sort();
-                let mut out = Map::new();
-                for k in keys {
-                    out.insert(k.clone(), sorted(&obj[k]));
-                }
-                Value::Object(out)
-            }
-            Value::Array(items) => Value::Array(items.iter().map(sorted).collect()),
-            other => other.clone(),
-        }
-    }
-    sorted(value).to_string()
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -266,14 +247,5 @@ mod tests {
                 "{bad}: {e:?}"
             );
         }
-    }
-
-    #[test]
-    fn canonical_json_sorts_keys_at_every_level() {
-        let a = json!({"b": 1, "a": {"d": [3, {"z": 1, "y": 2}], "c": null}});
-        assert_eq!(
-            canonical_json(&a),
-            r#"{"a":{"c":null,"d":[3,{"y":2,"z":1}]},"b":1}"#
-        );
     }
 }

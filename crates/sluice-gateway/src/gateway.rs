@@ -6,6 +6,8 @@ use std::sync::{Arc, Mutex, PoisonError, RwLock};
 use std::time::Duration;
 
 use serde_json::{Value, json};
+use sluice_core::catalog::drift::{self, Approval, Diff, OnDrift};
+use sluice_core::catalog::lockfile::{LockedUpstream, Lockfile};
 use sluice_core::catalog::{Federation, UpstreamCatalog};
 use sluice_core::config::Config;
 use sluice_core::discovery::ListKind;
@@ -39,7 +41,11 @@ pub struct Gateway {
 pub(crate) struct Hub {
     order: Vec<String>,
     separator: String,
-    catalogs: Mutex<HashMap<String, UpstreamCatalog>>,
+    /// The approved catalogs; `None` runs unpinned.
+    lock: Option<Lockfile>,
+    on_drift: OnDrift,
+    /// What each upstream contributes, from its last complete read.
+    approvals: Mutex<HashMap<String, Approval>>,
     federation: RwLock<Arc<Federation>>,
     events: broadcast::Sender<ClientEvent>,
     /// How many upstreams finished their first connection attempt.
@@ -52,6 +58,14 @@ pub(crate) struct Hub {
     /// so that a subscribe and an unsubscribe for the same URI reach the
     /// upstream in the order their counts changed.
     subscription_locks: Mutex<HashMap<(String, String), OrderLock>>,
+}
+
+/// What publishing a complete read found.
+pub(crate) struct Published {
+    /// The drift from the approved catalog (empty when unpinned).
+    pub(crate) diff: Diff,
+    /// Whether a lockfile is in force.
+    pub(crate) pinned: bool,
 }
 
 /// Orders the changes sent upstream for one subscription.
@@ -72,20 +86,18 @@ pub(crate) enum ClientEvent {
 
 impl Gateway {
     /// Starts one supervisor per upstream and returns at once; upstreams
-    /// connect in the background.
-    pub fn start(config: Config) -> Arc<Gateway> {
-        let settings = Settings {
-            request_timeout: config.server.request_timeout,
-            startup_timeout: config.server.startup_timeout,
-            shutdown_grace: config.server.shutdown_grace,
-            max_message_bytes: TRANSPORT_MAX_MESSAGE_BYTES,
-            client_info: json!({"name": NAME, "version": VERSION}),
-        };
+    /// connect in the background. With a lockfile, clients see only what it
+    /// approves (`[catalog] on_drift` says what happens to the rest);
+    /// without one, sluice runs unpinned.
+    pub fn start(config: Config, lock: Option<Lockfile>) -> Arc<Gateway> {
+        let settings = settings(&config);
         let (events, _) = broadcast::channel(1024);
         let hub = Arc::new(Hub {
             order: config.upstreams.iter().map(|u| u.name.clone()).collect(),
             separator: config.server.separator.clone(),
-            catalogs: Mutex::new(HashMap::new()),
+            lock,
+            on_drift: config.catalog.on_drift,
+            approvals: Mutex::new(HashMap::new()),
             federation: RwLock::new(Arc::new(Federation::default())),
             events,
             settled: watch::Sender::new(0),
@@ -199,6 +211,55 @@ impl Gateway {
     }
 }
 
+/// What every upstream connection of this gateway shares.
+fn settings(config: &Config) -> Settings {
+    Settings::new(
+        config,
+        TRANSPORT_MAX_MESSAGE_BYTES,
+        json!({"name": NAME, "version": VERSION}),
+    )
+}
+
+/// Reads the catalog of each named upstream once (all at once), as
+/// `sluice lock` and `sluice check` need: connect, walk every list to its
+/// end, disconnect. Results come in config order.
+pub async fn read_catalogs(
+    config: &Config,
+    names: &[String],
+) -> Vec<(
+    String,
+    Result<sluice_core::discovery::CatalogRead, drift::NotEstablished>,
+)> {
+    let settings = settings(config);
+    let mut reads = tokio::task::JoinSet::new();
+    for (i, up) in config
+        .upstreams
+        .iter()
+        .filter(|u| names.contains(&u.name))
+        .enumerate()
+    {
+        let (up, settings) = (up.clone(), settings.clone());
+        reads.spawn(async move {
+            (
+                i,
+                up.name.clone(),
+                upstream::read_once(&up, &settings).await,
+            )
+        });
+    }
+    let mut out = Vec::new();
+    while let Some(done) = reads.join_next().await {
+        match done {
+            Ok(read) => out.push(read),
+            Err(e) => tracing::error!("a catalog read task failed: {e}"),
+        }
+    }
+    out.sort_by_key(|(i, _, _)| *i);
+    out.into_iter()
+        .map(|(_, name, read)| (name, read))
+        .collect()
+}
+
 // === impl Hub ===
 
 impl Hub {
@@ -211,18 +272,50 @@ impl Hub {
         )
     }
 
-    /// Publishes an upstream's complete catalog and tells clients which
-    /// federated lists changed.
-    pub(crate) fn publish(&self, upstream: &str, catalog: UpstreamCatalog) {
-        let new = {
-            let mut catalogs = self.catalogs.lock().unwrap_or_else(PoisonError::into_inner);
-            catalogs.insert(upstream.to_owned(), catalog);
-            let ordered = self
+    /// Publishes an upstream's complete catalog, as approved by the
+    /// lockfile, and tells clients which federated lists changed. A drift
+    /// verdict is logged when it differs from the last one, not on every
+    /// read.
+    pub(crate) fn publish(&self, upstream: &str, catalog: UpstreamCatalog) -> Published {
+        let unlocked = LockedUpstream::default();
+        let approved = self
+            .lock
+            .as_ref()
+            .map(|lock| lock.upstreams.get(upstream).unwrap_or(&unlocked));
+        let approval = drift::approve(approved, &catalog, self.on_drift);
+        let published = Published {
+            diff: approval.diff.clone(),
+            pinned: approved.is_some(),
+        };
+        let (new, previous) = {
+            let mut approvals = self
+                .approvals
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner);
+            let previous = approvals
+                .insert(upstream.to_owned(), approval)
+                .map(|a| a.diff);
+            let ordered: Vec<(&str, &Approval)> = self
                 .order
                 .iter()
-                .filter_map(|name| catalogs.get(name).map(|c| (name.as_str(), c)));
-            Arc::new(Federation::build(ordered, &self.separator))
+                .filter_map(|name| approvals.get(name).map(|a| (name.as_str(), a)))
+                .collect();
+            let mut fed = Federation::build(
+                ordered.iter().map(|(name, a)| (*name, &a.served)),
+                &self.separator,
+            );
+            for (name, a) in &ordered {
+                fed.withhold(name, &self.separator, &a.withheld);
+            }
+            (Arc::new(fed), previous)
         };
+        if approved.is_some() && previous.as_ref() != Some(&published.diff) {
+            let not_in_lock = self
+                .lock
+                .as_ref()
+                .is_some_and(|lock| !lock.upstreams.contains_key(upstream));
+            self.log_verdict(upstream, not_in_lock, &published.diff);
+        }
         for collision in new.collisions() {
             tracing::warn!(
                 list = collision.kind.method(),
@@ -251,6 +344,33 @@ impl Hub {
         for method in changed {
             let _ = self.events.send(ClientEvent::ListChanged(method));
         }
+        published
+    }
+
+    fn log_verdict(&self, upstream: &str, not_in_lock: bool, diff: &Diff) {
+        if diff.is_empty() {
+            tracing::info!(upstream, "catalog matches sluice.lock");
+            return;
+        }
+        let action = match self.on_drift {
+            OnDrift::Block => "withheld from clients, and calls to them are refused",
+            OnDrift::Warn => "served anyway (on_drift = \"warn\"), changed ones as approved",
+        };
+        if not_in_lock {
+            tracing::warn!(
+                upstream,
+                "upstream is not in sluice.lock: its {} entries are unapproved and {action}; run `sluice lock --upstream {upstream}` to approve them",
+                diff.added.len()
+            );
+            return;
+        }
+        tracing::warn!(
+            upstream,
+            "catalog drifted from sluice.lock ({} added, {} removed, {} changed); these entries are {action}:\n{diff}",
+            diff.added.len(),
+            diff.removed.len(),
+            diff.changed.len()
+        );
     }
 
     /// One more session wants `uri` on `upstream`; `true` for the first

@@ -11,6 +11,7 @@
 //! | `-32004` | the upstream's connection was lost during the request          |
 //! | `-32005` | the upstream sent an answer that is not valid JSON-RPC         |
 //! | `-32006` | the gateway is shutting down                                   |
+//! | `-32010` | the entry is withheld: it drifted from `sluice.lock` (`on_drift = "block"`) |
 //!
 //! Errors the upstream itself returns are passed through unchanged (apart
 //! from the era translation of `-32002`, see `sluice_core::protocol`).
@@ -18,6 +19,8 @@
 use std::time::Duration;
 
 use serde_json::json;
+use sluice_core::catalog::WithheldRoute;
+use sluice_core::catalog::drift::DriftKind;
 use sluice_core::jsonrpc::RpcError;
 
 /// The upstream is not available.
@@ -30,6 +33,38 @@ pub const UPSTREAM_LOST: i64 = -32004;
 pub const UPSTREAM_PROTOCOL: i64 = -32005;
 /// sluice is shutting down.
 pub const SHUTTING_DOWN: i64 = -32006;
+
+/// A call to an entry withheld because it drifted from `sluice.lock`.
+pub const DRIFT_BLOCKED: i64 = -32010;
+
+/// The error for a call to a withheld entry. `what` is `tool`, `prompt` or
+/// `resource`; `name` is what the client asked for.
+pub fn drift_blocked(what: &str, name: &str, route: &WithheldRoute) -> RpcError {
+    let why = match route.drift {
+        DriftKind::Changed => "its definition changed since it was approved in sluice.lock",
+        DriftKind::Added => "it is not approved in sluice.lock",
+        DriftKind::Removed => "its upstream no longer lists it",
+    };
+    RpcError::new(
+        DRIFT_BLOCKED,
+        format!(
+            "{what} {name:?} is blocked: {why}. Review the drift with `sluice check`; approve it with `sluice lock`"
+        ),
+    )
+    .with_data(json!({"upstream": route.upstream, "drift": route.drift.as_str()}))
+}
+
+/// The error for a call to a tool or prompt of an upstream whose catalog
+/// has never been read completely: nothing of it is served yet.
+pub fn catalog_pending(upstream: &str) -> RpcError {
+    RpcError::new(
+        UPSTREAM_UNAVAILABLE,
+        format!(
+            "upstream {upstream:?} has no complete catalog yet: its tools and prompts are not served until a read of its lists finishes (see /health)"
+        ),
+    )
+    .with_data(json!({"upstream": upstream}))
+}
 
 /// Why a request to an upstream did not produce the upstream's own answer.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]

@@ -19,6 +19,7 @@ use tokio::sync::broadcast;
 use crate::bridge::{self, Flight, Question};
 use crate::downstream::{ClientSession, RequestCtx};
 use crate::gateway::{ClientEvent, Gateway};
+use crate::rescue;
 use crate::upstream::{Related, Upstream};
 
 /// Caching hints on what sluice serves from its own catalog: the catalog is
@@ -161,6 +162,12 @@ impl Gateway {
             _ => fed.route_prompt(name),
         };
         let Some(route) = route.cloned() else {
+            if let Some(withheld) = fed.withheld(kind, name) {
+                return Err(rescue::drift_blocked(what, name, withheld));
+            }
+            if let Some(pending) = self.pending_owner(name) {
+                return Err(rescue::catalog_pending(pending));
+            }
             return Err(RpcError::invalid_params(format!("Unknown {what}: {name}")));
         };
         let client_params = params.clone();
@@ -269,11 +276,30 @@ impl Gateway {
         });
     }
 
+    /// The upstream whose namespace a tool or prompt name is in, when that
+    /// upstream has no complete catalog yet (so the name may well exist).
+    fn pending_owner(&self, exposed: &str) -> Option<&str> {
+        let sep = &self.config.server.separator;
+        self.upstreams
+            .iter()
+            .filter(|u| u.status().catalog == "none")
+            .map(|u| u.name())
+            .find(|up| {
+                exposed
+                    .strip_prefix(*up)
+                    .is_some_and(|rest| rest.starts_with(sep.as_str()))
+            })
+    }
+
     /// The upstream that serves a URI: the one that lists it, else the
     /// first with a matching template, else the only upstream that offers
     /// resources at all.
     fn resource_owner(&self, uri: &str) -> Result<&Upstream, RpcError> {
-        if let Some(owner) = self.federation().route_resource(uri) {
+        let fed = self.federation();
+        if let Some(withheld) = fed.withheld_resource(uri) {
+            return Err(rescue::drift_blocked("resource", uri, withheld));
+        }
+        if let Some(owner) = fed.route_resource(uri) {
             return self.upstream_named(owner);
         }
         let mut offering = self

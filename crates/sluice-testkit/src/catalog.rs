@@ -184,19 +184,28 @@ fn decode(cursor: &str) -> Option<usize> {
 pub struct Page {
     pub items: Vec<Value>,
     pub next: Option<Value>,
+    /// Which page this is (1-based), derived from the cursor rather than from a request count,
+    /// so that page faults (`--fail-page`, ...) hit every walk of the list at the same page.
+    pub number: usize,
 }
 
-/// Cuts `items` into the page selected by `cursor`, behaving as `mode` says.
+/// Cuts `items` into the page selected by `cursor`, behaving as `mode` says (`cycle_length` is
+/// only used by [`CursorMode::Cycle`]).
 ///
 /// Without a page size everything is one page. An unknown cursor is `-32602 Invalid cursor`.
 pub fn paginate(
-    items: Vec<Value>,
+    items: &[Value],
     cursor: Option<&Value>,
     page_size: Option<usize>,
     mode: CursorMode,
+    cycle_length: usize,
 ) -> Result<Page, RpcError> {
     let Some(size) = page_size else {
-        return Ok(Page { items, next: None });
+        return Ok(Page {
+            items: items.to_vec(),
+            next: None,
+            number: 1,
+        });
     };
     let len = items.len();
     let invalid = || RpcError::invalid_params("Invalid cursor");
@@ -220,7 +229,10 @@ pub fn paginate(
     let next = match mode {
         CursorMode::Normal => normal_next.map(|o| Value::String(encode(o))),
         CursorMode::Repeat => Some(Value::String(encode(size.min(len)))),
-        CursorMode::Cycle if page_index == 2 => Some(Value::String(encode(size.min(len)))),
+        // Page L+1 (index L) leads back to page 2: a cycle of L pages.
+        CursorMode::Cycle if page_index == cycle_length => {
+            Some(Value::String(encode(size.min(len))))
+        }
         CursorMode::Cycle => normal_next.map(|o| Value::String(encode(o))),
         CursorMode::EmptyString if offset == 0 && cursor.is_none_or(Value::is_null) => {
             normal_next.map(|_| Value::String(String::new()))
@@ -228,8 +240,12 @@ pub fn paginate(
         CursorMode::EmptyString => normal_next.map(|o| Value::String(encode(o))),
         CursorMode::NonString => normal_next.map(|o| json!(o)),
     };
-    let items = items.into_iter().skip(offset).take(end - offset).collect();
-    Ok(Page { items, next })
+    let items = items[offset..end].to_vec();
+    Ok(Page {
+        items,
+        next,
+        number: page_index + 1,
+    })
 }
 
 #[cfg(test)]
@@ -245,7 +261,7 @@ mod tests {
         let mut cursor: Option<Value> = None;
         let mut seen = Vec::new();
         for pages in 1..=max_pages {
-            let page = paginate(items(n), cursor.as_ref(), Some(size), mode).unwrap();
+            let page = paginate(&items(n), cursor.as_ref(), Some(size), mode, 2).unwrap();
             seen.extend(page.items);
             match page.next {
                 None => return (pages, seen),
@@ -301,14 +317,14 @@ mod tests {
 
     #[test]
     fn no_page_size_is_one_page() {
-        let page = paginate(items(7), None, None, CursorMode::Normal).unwrap();
+        let page = paginate(&items(7), None, None, CursorMode::Normal, 2).unwrap();
         assert_eq!(page.items.len(), 7);
         assert!(page.next.is_none());
     }
 
     #[test]
     fn empty_string_mode_is_complete() {
-        let first = paginate(items(12), None, Some(5), CursorMode::EmptyString).unwrap();
+        let first = paginate(&items(12), None, Some(5), CursorMode::EmptyString, 2).unwrap();
         assert_eq!(first.next, Some(json!("")));
         let (pages, seen) = drain(12, 5, CursorMode::EmptyString, 100);
         assert_eq!(pages, 3);
@@ -321,10 +337,51 @@ mod tests {
         assert_eq!(drain(30, 5, CursorMode::Cycle, 50).0, 50);
     }
 
+    /// The `nextCursor`s of the first `n` pages of 30 items in pages of 5, with their numbers.
+    fn cycle_cursors(cycle_length: usize, n: usize) -> Vec<(usize, Value)> {
+        let mut cursor: Option<Value> = None;
+        let mut seen = Vec::new();
+        for _ in 0..n {
+            let page = paginate(
+                &items(30),
+                cursor.as_ref(),
+                Some(5),
+                CursorMode::Cycle,
+                cycle_length,
+            )
+            .unwrap();
+            cursor = page.next;
+            seen.push((page.number, cursor.clone().unwrap()));
+        }
+        seen
+    }
+
+    #[test]
+    fn cycle_length_sets_the_cycle() {
+        let c = |page: usize| json!(encode((page - 1) * 5));
+        // Default: page 3 returns page 1's cursor (c2), as before --cycle-length existed.
+        let two = [(1, c(2)), (2, c(3)), (3, c(2)), (2, c(3)), (3, c(2))];
+        assert_eq!(cycle_cursors(2, 5), two);
+        let three = [(1, c(2)), (2, c(3)), (3, c(4)), (4, c(2)), (2, c(3))];
+        assert_eq!(cycle_cursors(3, 5), three);
+    }
+
+    #[test]
+    fn page_numbers_follow_the_cursor() {
+        let page = |cursor: Value| {
+            paginate(&items(12), Some(&cursor), Some(5), CursorMode::Normal, 2)
+                .unwrap()
+                .number
+        };
+        assert_eq!(page(json!(encode(5))), 2);
+        assert_eq!(page(json!(encode(10))), 3);
+        assert_eq!(page(Value::Null), 1);
+    }
+
     #[test]
     fn bad_cursors_are_invalid_params() {
         for bad in [json!("nope"), json!(""), json!(3), json!("fx1.ff")] {
-            let err = paginate(items(10), Some(&bad), Some(5), CursorMode::Normal)
+            let err = paginate(&items(10), Some(&bad), Some(5), CursorMode::Normal, 2)
                 .err()
                 .unwrap();
             assert_eq!(err.code, -32602, "cursor {bad}");

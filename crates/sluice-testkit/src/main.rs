@@ -28,7 +28,11 @@ mod tools;
 use std::num::NonZeroUsize;
 use std::sync::Arc;
 
+use clap::builder::RangedU64ValueParser;
 use clap::{CommandFactory, Parser, ValueEnum};
+
+/// Default `--cycle-length`: page 3 returns page 1's `nextCursor`.
+pub const DEFAULT_CYCLE_LENGTH: usize = 2;
 
 /// Command-line configuration of the fixture. Every flag is a knob a test can turn.
 #[derive(Parser, Debug, Clone)]
@@ -64,6 +68,42 @@ pub struct Config {
     #[arg(long, value_enum, default_value_t = CursorMode::Normal)]
     pub cursor_mode: CursorMode,
 
+    /// With `--cursor-mode cycle`: page L+1 of tools/list returns page 1's `nextCursor`, so the
+    /// cursors leading to pages 2..=L+1 repeat forever (L = 3: c2, c3, c4, c2, ...).
+    #[arg(
+        long,
+        value_name = "L",
+        default_value_t = DEFAULT_CYCLE_LENGTH,
+        value_parser = RangedU64ValueParser::<usize>::new().range(2..)
+    )]
+    pub cycle_length: usize,
+
+    /// Answer page N (1-based, as designated by the cursor) of tools/list with a JSON-RPC error
+    /// (-32603, "fixture: page N fails on purpose"), on every walk of the list. Needs --page-size.
+    #[arg(long, value_name = "N", requires = "page_size")]
+    pub fail_page: Option<NonZeroUsize>,
+
+    /// Never answer page N (1-based, as designated by the cursor) of tools/list, on every walk of
+    /// the list; other requests are still served and `notifications/cancelled` drops it quietly.
+    /// Needs --page-size.
+    #[arg(long, value_name = "N", requires = "page_size")]
+    pub hang_page: Option<NonZeroUsize>,
+
+    /// The last page of tools/list lists the first tool of page 1 again (without --page-size the
+    /// single page lists it twice): a duplicate tool name across pages.
+    #[arg(long)]
+    pub duplicate_tool: bool,
+
+    /// Append ` (read N)` to the `echo` tool's description, N counting the times this process has
+    /// served page 1 of tools/list (1, 2, ...): every catalog read sees a changed description.
+    #[arg(long)]
+    pub drift_each_read: bool,
+
+    /// Append ` TEXT` to the `echo` tool's description (before any ` (read N)`), to simulate an
+    /// upstream whose tool description changed between two runs.
+    #[arg(long, value_name = "TEXT")]
+    pub description_suffix: Option<String>,
+
     /// Start-up fault to inject.
     #[arg(long, value_enum, default_value_t = StartMode::Normal)]
     pub start: StartMode,
@@ -75,6 +115,20 @@ pub struct Config {
     /// `GET /mcp` + `Last-Event-ID`. Ignored on stdio and in the 2026 era.
     #[arg(long)]
     pub sse_polling: bool,
+}
+
+impl Config {
+    /// Flag combinations clap's attributes cannot express (they depend on a flag's value).
+    pub fn check_combinations(&self) -> Result<(), &'static str> {
+        if self.cursor_mode != CursorMode::Normal && self.page_size.is_none() {
+            return Err("--cursor-mode other than `normal` needs --page-size");
+        }
+        // Silently ignoring it would let a test believe it exercises a longer cycle.
+        if self.cycle_length != DEFAULT_CYCLE_LENGTH && self.cursor_mode != CursorMode::Cycle {
+            return Err("--cycle-length needs --cursor-mode cycle");
+        }
+        Ok(())
+    }
 }
 
 /// Which protocol era(s) the fixture speaks.
@@ -96,7 +150,8 @@ pub enum CursorMode {
     Normal,
     /// Every page returns the same `nextCursor` (the one leading to page 2): an endless list.
     Repeat,
-    /// Page 3 returns page 1's `nextCursor`, so pages 2 and 3 repeat forever.
+    /// Page 3 returns page 1's `nextCursor`, so pages 2 and 3 repeat forever (see
+    /// --cycle-length for longer cycles).
     Cycle,
     /// Page 1's `nextCursor` is `""`, which is a *valid* cursor leading to page 2 (2026 says an
     /// empty string must not be taken as the end of the list).
@@ -120,12 +175,9 @@ pub enum StartMode {
 
 fn main() {
     let cfg = Config::parse();
-    if cfg.cursor_mode != CursorMode::Normal && cfg.page_size.is_none() {
+    if let Err(problem) = cfg.check_combinations() {
         Config::command()
-            .error(
-                clap::error::ErrorKind::MissingRequiredArgument,
-                "--cursor-mode other than `normal` needs --page-size",
-            )
+            .error(clap::error::ErrorKind::MissingRequiredArgument, problem)
             .exit();
     }
     if cfg.start == StartMode::Crash {

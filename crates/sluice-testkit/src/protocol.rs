@@ -1,8 +1,9 @@
 //! Transport-independent protocol handling: message classification, per-request era choice,
 //! envelope validation, method dispatch and result shaping.
 
-use std::sync::Arc;
+use std::num::NonZeroUsize;
 use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex, PoisonError};
 
 use serde_json::{Map, Value, json};
 
@@ -163,6 +164,11 @@ pub struct Fixture {
     pub cfg: Config,
     /// How many tools `add_tool` has registered.
     added: AtomicUsize,
+    /// How many times page 1 of tools/list has been served (`--drift-each-read`).
+    first_page_reads: AtomicUsize,
+    /// The tool list, built once per `added` count: a 10,000-tool catalog
+    /// is not rebuilt for each of its pages.
+    tools: Mutex<(usize, Arc<Vec<Value>>)>,
     /// Open `subscriptions/listen` requests.
     pub subs: Subscriptions,
     /// Legacy `resources/subscribe` state (process-wide).
@@ -171,16 +177,29 @@ pub struct Fixture {
 
 impl Fixture {
     pub fn new(cfg: Config) -> Self {
+        let tools = Mutex::new((0, Arc::new(catalog::all_tools(cfg.tools, 0))));
         Self {
             cfg,
+            tools,
             added: AtomicUsize::new(0),
+            first_page_reads: AtomicUsize::new(0),
             subs: Subscriptions::default(),
             resource_subs: ResourceSubs::default(),
         }
     }
 
+    /// Every tool, in list order.
+    fn tools(&self) -> Arc<Vec<Value>> {
+        let added = self.added.load(Ordering::SeqCst);
+        let mut cached = self.tools.lock().unwrap_or_else(PoisonError::into_inner);
+        if cached.0 != added {
+            *cached = (added, Arc::new(catalog::all_tools(self.cfg.tools, added)));
+        }
+        Arc::clone(&cached.1)
+    }
+
     fn page_size(&self) -> Option<usize> {
-        self.cfg.page_size.map(std::num::NonZeroUsize::get)
+        self.cfg.page_size.map(NonZeroUsize::get)
     }
 
     /// Registers one more `added_N` tool and tells the open `subscriptions/listen` streams that
@@ -322,7 +341,7 @@ impl Fixture {
                 let id = msg.get("id").cloned().unwrap_or(Value::Null);
                 self.subs.listen(&id, &params, ctx).await
             }
-            m => self.common(m, &params, ctx).map(Payload::from),
+            m => self.common(m, &params, ctx).await.map(Payload::from),
         }
     }
 
@@ -347,39 +366,87 @@ impl Fixture {
             // Removed in 2026 (they fall through to -32601 there).
             "resources/subscribe" => self.resource_subs.handle(true, &params).map(Payload::from),
             "resources/unsubscribe" => self.resource_subs.handle(false, &params).map(Payload::from),
-            m => self.common(m, &params, ctx).map(Payload::from),
+            m => self.common(m, &params, ctx).await.map(Payload::from),
         }
     }
 
+    /// The page of tools/list that `cursor` designates, with the discovery faults applied
+    /// (`--fail-page`, `--duplicate-tool`, `--drift-each-read`, `--description-suffix`).
+    /// `Ok(None)`: this page is never answered (`--hang-page`).
+    fn tools_page(&self, cursor: Option<&Value>) -> Result<Option<catalog::Page>, RpcError> {
+        let tools = self.tools();
+        let first_tool = tools.first().cloned();
+        let mut page = catalog::paginate(
+            &tools,
+            cursor,
+            self.page_size(),
+            self.cfg.cursor_mode,
+            self.cfg.cycle_length,
+        )?;
+        let is = |flag: Option<NonZeroUsize>| flag.map(NonZeroUsize::get) == Some(page.number);
+        if is(self.cfg.hang_page) {
+            return Ok(None);
+        }
+        if is(self.cfg.fail_page) {
+            let message = format!("fixture: page {} fails on purpose", page.number);
+            return Err(RpcError::new(-32603, message));
+        }
+        if self.cfg.duplicate_tool
+            && page.next.is_none()
+            && let Some(first) = first_tool
+        {
+            page.items.push(first);
+        }
+        let mut suffix = self
+            .cfg
+            .description_suffix
+            .as_ref()
+            .map(|s| format!(" {s}"))
+            .unwrap_or_default();
+        if self.cfg.drift_each_read {
+            // Counted per served page 1, i.e. per catalog read, whoever reads.
+            let reads = if page.number == 1 {
+                self.first_page_reads.fetch_add(1, Ordering::SeqCst) + 1
+            } else {
+                self.first_page_reads.load(Ordering::SeqCst)
+            };
+            suffix.push_str(&format!(" (read {reads})"));
+        }
+        if !suffix.is_empty() {
+            for tool in page.items.iter_mut().filter(|t| t["name"] == "echo") {
+                if let Some(Value::String(description)) = tool.get_mut("description") {
+                    description.push_str(&suffix);
+                }
+            }
+        }
+        Ok(Some(page))
+    }
+
     /// Methods that behave the same in both eras apart from result shaping.
-    fn common(&self, method: &str, params: &Value, ctx: &ReqCtx) -> Result<Value, RpcError> {
+    async fn common(&self, method: &str, params: &Value, ctx: &ReqCtx) -> Result<Value, RpcError> {
         let era = ctx.era;
         let cursor = params.get("cursor");
-        let list = |key: &str, items: Vec<Value>, mode: CursorMode| {
-            let page = catalog::paginate(items, cursor, self.page_size(), mode)?;
-            let mut result = Map::new();
-            result.insert(key.into(), Value::Array(page.items));
-            if let Some(next) = page.next {
-                result.insert("nextCursor".into(), next);
-            }
-            Ok(cacheable(Value::Object(result), era))
+        let list = |key: &str, items: Vec<Value>| {
+            let page = catalog::paginate(
+                &items,
+                cursor,
+                self.page_size(),
+                CursorMode::Normal,
+                self.cfg.cycle_length,
+            )?;
+            Ok(list_result(key, page, era))
         };
         match method {
-            "tools/list" => {
-                let tools = catalog::all_tools(self.cfg.tools, self.added.load(Ordering::SeqCst));
-                list("tools", tools, self.cfg.cursor_mode)
-            }
-            "resources/list" => list(
-                "resources",
-                catalog::all_resources(self.cfg.resources),
-                CursorMode::Normal,
-            ),
-            "resources/templates/list" => list(
-                "resourceTemplates",
-                catalog::all_templates(),
-                CursorMode::Normal,
-            ),
-            "prompts/list" => list("prompts", catalog::all_prompts(), CursorMode::Normal),
+            "tools/list" => match self.tools_page(cursor)? {
+                Some(page) => Ok(list_result("tools", page, era)),
+                // Every request runs in its own task on both transports, so this holds up
+                // nothing else; `notifications/cancelled` (or a closed modern HTTP response)
+                // aborts the task without an answer.
+                None => std::future::pending().await,
+            },
+            "resources/list" => list("resources", catalog::all_resources(self.cfg.resources)),
+            "resources/templates/list" => list("resourceTemplates", catalog::all_templates()),
+            "prompts/list" => list("prompts", catalog::all_prompts()),
             "resources/read" => {
                 let uri = params.get("uri").and_then(Value::as_str).unwrap_or("");
                 // The unlisted `fixture://subscriptions` and `fixture://touch/*` first.
@@ -421,6 +488,16 @@ impl Fixture {
             m => Err(RpcError::method_not_found(m)),
         }
     }
+}
+
+/// A list result: the page's items under `key`, plus `nextCursor` unless it is the last page.
+fn list_result(key: &str, page: catalog::Page, era: Era) -> Value {
+    let mut result = Map::new();
+    result.insert(key.into(), Value::Array(page.items));
+    if let Some(next) = page.next {
+        result.insert("nextCursor".into(), next);
+    }
+    cacheable(Value::Object(result), era)
 }
 
 /// Capabilities advertised in `server/discover` (modern) and `initialize` (legacy, which also
@@ -502,6 +579,8 @@ pub fn spawn_request(
 #[cfg(test)]
 mod tests {
     #![allow(clippy::unwrap_used)]
+    use clap::Parser;
+
     use super::*;
 
     #[test]
@@ -544,6 +623,187 @@ mod tests {
         // Why `Payload::Raw` exists: even with arbitrary_precision, `1e400` does not survive.
         let v: Value = serde_json::from_str(r#"{"x":1e400,"y":1.50,"z":-0}"#).unwrap();
         assert_eq!(v.to_string(), r#"{"x":1e+400,"y":1.50,"z":-0}"#);
+    }
+
+    fn fixture(args: &[&str]) -> Fixture {
+        let argv = std::iter::once("sluice-fixture").chain(args.iter().copied());
+        let cfg = Config::try_parse_from(argv).unwrap();
+        cfg.check_combinations().unwrap();
+        Fixture::new(cfg)
+    }
+
+    /// How a walk of tools/list ended.
+    #[derive(Debug)]
+    enum End {
+        /// A page without `nextCursor`.
+        Last,
+        Error(RpcError),
+        Hang,
+        /// Still going after the maximum number of pages.
+        GaveUp,
+    }
+
+    /// Walks tools/list from page 1 like a client would, for at most `max` pages: the pages
+    /// answered, and how the walk ended.
+    fn walk(fx: &Fixture, max: usize) -> (Vec<catalog::Page>, End) {
+        let mut pages: Vec<catalog::Page> = Vec::new();
+        while pages.len() < max {
+            let cursor = pages.last().and_then(|p| p.next.as_ref());
+            let page = match fx.tools_page(cursor) {
+                Ok(Some(page)) => page,
+                Ok(None) => return (pages, End::Hang),
+                Err(e) => return (pages, End::Error(e)),
+            };
+            let last = page.next.is_none();
+            pages.push(page);
+            if last {
+                return (pages, End::Last);
+            }
+        }
+        (pages, End::GaveUp)
+    }
+
+    fn tool_names(pages: &[catalog::Page]) -> Vec<&str> {
+        pages
+            .iter()
+            .flat_map(|p| &p.items)
+            .map(|t| t["name"].as_str().unwrap())
+            .collect()
+    }
+
+    fn echo_description(page: &catalog::Page) -> &str {
+        let echo = page.items.iter().find(|t| t["name"] == "echo").unwrap();
+        echo["description"].as_str().unwrap()
+    }
+
+    #[test]
+    fn fail_page_fails_every_walk_at_that_page() {
+        let fx = fixture(&["--page-size", "3", "--fail-page", "3"]);
+        for _ in 0..2 {
+            let (pages, end) = walk(&fx, 10);
+            assert_eq!(pages.len(), 2);
+            let End::Error(e) = end else {
+                panic!("expected an error, got {end:?}")
+            };
+            assert_eq!(e.code, -32603);
+            assert_eq!(e.message, "fixture: page 3 fails on purpose");
+        }
+        // A page beyond the list never fails: the walk just ends.
+        let fx = fixture(&["--page-size", "3", "--fail-page", "9"]);
+        assert!(matches!(walk(&fx, 10), (pages, End::Last) if pages.len() == 4));
+    }
+
+    #[test]
+    fn hang_page_hangs_every_walk_at_that_page() {
+        let fx = fixture(&["--page-size", "4", "--hang-page", "2"]);
+        for _ in 0..2 {
+            assert!(matches!(walk(&fx, 10), (pages, End::Hang) if pages.len() == 1));
+        }
+    }
+
+    #[test]
+    fn page_faults_follow_the_cursor_in_a_cycle() {
+        // Pages 2 and 3 repeat; page 3 fails on the first pass already.
+        let fx = fixture(&[
+            "--page-size",
+            "2",
+            "--cursor-mode",
+            "cycle",
+            "--fail-page",
+            "3",
+        ]);
+        assert!(matches!(walk(&fx, 10), (pages, End::Error(_)) if pages.len() == 2));
+        let fx = fixture(&["--page-size", "2", "--cursor-mode", "cycle"]);
+        assert!(matches!(walk(&fx, 10), (_, End::GaveUp)));
+    }
+
+    #[test]
+    fn duplicate_tool_repeats_the_first_tool_on_the_last_page() {
+        let fx = fixture(&["--page-size", "4", "--duplicate-tool"]);
+        let (pages, end) = walk(&fx, 10);
+        assert!(matches!(end, End::Last));
+        let names = tool_names(&pages);
+        assert_eq!(names.len(), 12, "11 tools + the duplicate");
+        assert_eq!(names.iter().filter(|n| **n == "echo").count(), 2);
+        assert_eq!(pages[2].items.last(), pages[0].items.first());
+
+        let fx = fixture(&["--duplicate-tool"]);
+        let (pages, _) = walk(&fx, 10);
+        let names = tool_names(&pages);
+        assert_eq!((pages.len(), names.len()), (1, 12));
+        assert_eq!((names[0], names[11]), ("echo", "echo"));
+
+        let (pages, _) = walk(&fixture(&[]), 10);
+        assert_eq!(
+            tool_names(&pages).len(),
+            11,
+            "no duplicate without the flag"
+        );
+    }
+
+    #[test]
+    fn drift_each_read_changes_the_description_per_read() {
+        let fx = fixture(&["--page-size", "4", "--drift-each-read"]);
+        let (first, _) = walk(&fx, 10);
+        let (second, _) = walk(&fx, 10);
+        let base = "Echoes `text` back as a text block.";
+        assert_eq!(echo_description(&first[0]), format!("{base} (read 1)"));
+        assert_eq!(echo_description(&second[0]), format!("{base} (read 2)"));
+        // Only the echo tool drifts.
+        assert_eq!(first[0].items[1..], second[0].items[1..]);
+        assert_eq!(first[1].items, second[1].items);
+    }
+
+    #[test]
+    fn description_suffix_is_appended() {
+        let fx = fixture(&["--description-suffix", "(v2)"]);
+        let (pages, _) = walk(&fx, 1);
+        let expected = "Echoes `text` back as a text block. (v2)";
+        assert_eq!(echo_description(&pages[0]), expected);
+
+        let fx = fixture(&["--description-suffix", "(v2)", "--drift-each-read"]);
+        let (pages, _) = walk(&fx, 1);
+        assert_eq!(echo_description(&pages[0]), format!("{expected} (read 1)"));
+
+        let (pages, _) = walk(&fixture(&[]), 1);
+        let plain = "Echoes `text` back as a text block.";
+        assert_eq!(echo_description(&pages[0]), plain);
+    }
+
+    #[test]
+    fn discovery_flag_requirements() {
+        let parse = |args: &[&str]| {
+            let argv = std::iter::once("sluice-fixture").chain(args.iter().copied());
+            Config::try_parse_from(argv).map_err(|e| e.kind())
+        };
+        use clap::error::ErrorKind;
+        for flag in ["--fail-page", "--hang-page"] {
+            assert_eq!(
+                parse(&[flag, "2"]).err(),
+                Some(ErrorKind::MissingRequiredArgument)
+            );
+            assert!(parse(&[flag, "0", "--page-size", "2"]).is_err());
+            assert!(parse(&[flag, "2", "--page-size", "2"]).is_ok());
+        }
+        assert!(
+            parse(&[
+                "--cursor-mode",
+                "cycle",
+                "--page-size",
+                "2",
+                "--cycle-length",
+                "1"
+            ])
+            .is_err()
+        );
+        let cfg = parse(&["--page-size", "2", "--cycle-length", "3"]).unwrap();
+        assert!(
+            cfg.check_combinations().is_err(),
+            "needs --cursor-mode cycle"
+        );
+        let cfg = parse(&["--page-size", "2"]).unwrap();
+        assert_eq!(cfg.cycle_length, crate::DEFAULT_CYCLE_LENGTH);
+        assert!(cfg.check_combinations().is_ok());
     }
 
     #[test]

@@ -75,6 +75,36 @@ fn modern_errors_have_http_statuses() {
 }
 
 #[test]
+fn hang_page_never_answers_but_blocks_nothing() {
+    let fx = HttpFixture::spawn(&["--page-size", "4", "--hang-page", "2"]);
+    let first = fx.post(
+        &MODERN_HEADERS,
+        &rpc(json!(1), "tools/list", modern(json!({}))),
+    );
+    let cursor = first.json()["result"]["nextCursor"].clone();
+    let page2 = rpc(json!(2), "tools/list", modern(json!({"cursor": cursor})));
+    let mut hung = fx.send("POST", &MODERN_HEADERS, Some(&page2.to_string()));
+
+    let echo = modern(json!({"name": "echo", "arguments": {"text": "after"}}));
+    let resp = fx.post(&MODERN_HEADERS, &rpc(json!(3), "tools/call", echo));
+    assert_eq!(resp.json()["result"]["content"][0]["text"], "after");
+    let again = fx.post(
+        &MODERN_HEADERS,
+        &rpc(json!(4), "tools/list", modern(json!({}))),
+    );
+    assert_eq!(again.json()["result"]["nextCursor"], cursor);
+
+    hung.set_read_timeout(Some(Duration::from_millis(300)))
+        .unwrap();
+    let mut buf = [0u8; 1];
+    let err = std::io::Read::read(&mut hung, &mut buf).expect_err("no response to page 2");
+    assert!(matches!(
+        err.kind(),
+        std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut
+    ));
+}
+
+#[test]
 fn modern_progress_is_sse() {
     let fx = HttpFixture::spawn(&[]);
     let params = json!({

@@ -336,6 +336,54 @@ fn cursor_mode_needs_page_size() {
     assert_eq!(status.code(), Some(2));
 }
 
+#[test]
+fn hang_page_never_answers_but_blocks_nothing() {
+    let mut fx = StdioFixture::spawn(&["--page-size", "4", "--hang-page", "2"]);
+    for _ in 0..2 {
+        // Every walk hangs at page 2 again.
+        let first = fx.result("tools/list", modern(json!({})));
+        assert_eq!(first["tools"][0]["name"], "echo");
+        let cursor = first["nextCursor"].clone();
+        let hung = fx.request("tools/list", modern(json!({"cursor": cursor})));
+        let ping = fx.request("ping", json!({}));
+        let echo = fx.request(
+            "tools/call",
+            modern(tool_call("echo", json!({"text": "after"}))),
+        );
+        // Each request is its own task: the two answers may come in either order.
+        let mut answered: Vec<u64> = [fx.recv(), fx.recv()]
+            .iter()
+            .map(|r| r["id"].as_u64().unwrap())
+            .collect();
+        answered.sort_unstable();
+        assert_eq!(answered, [ping, echo]);
+        assert_eq!(
+            fx.line(Duration::from_millis(300)),
+            None,
+            "page 2 is not answered"
+        );
+        fx.notify("notifications/cancelled", json!({"requestId": hung}));
+    }
+    assert_eq!(
+        fx.line(Duration::from_millis(200)),
+        None,
+        "nor after cancel"
+    );
+}
+
+#[test]
+fn page_faults_need_page_size() {
+    for flag in ["--fail-page", "--hang-page"] {
+        let status = std::process::Command::new(common::BIN)
+            .args([flag, "2"])
+            .stdin(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .status()
+            .unwrap();
+        assert_eq!(status.code(), Some(2), "{flag}");
+    }
+}
+
 // --- tools -------------------------------------------------------------------------------------
 
 #[test]

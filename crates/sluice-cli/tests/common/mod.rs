@@ -200,9 +200,15 @@ pub struct HttpSluice {
 impl HttpSluice {
     pub async fn start(config: &str) -> Self {
         let (dir, path) = write_config(config);
+        Self::start_at(dir, &path).await
+    }
+
+    /// Serves the config at `path`, which lives in `dir` (with its
+    /// lockfile, if any).
+    pub async fn start_at(dir: tempfile::TempDir, path: &std::path::Path) -> Self {
         let mut child = Command::new(sluice_bin())
             .args(["serve", "--listen", "127.0.0.1:0", "--config"])
-            .arg(&path)
+            .arg(path)
             .env("SLUICE_LOG", "warn")
             .stdin(Stdio::null())
             .stdout(Stdio::null())

@@ -17,9 +17,9 @@ use std::time::Duration;
 
 use serde::Serialize;
 use serde_json::{Value, json};
-use sluice_core::catalog::UpstreamCatalog;
-use sluice_core::config::{UpstreamConfig, UpstreamTransport};
-use sluice_core::discovery::{IncompleteReason, ListKind, Step, Walk, WalkLimits};
+use sluice_core::catalog::drift::{Diff, NotEstablished};
+use sluice_core::config::{Config, UpstreamConfig, UpstreamTransport};
+use sluice_core::discovery::{CatalogRead, CatalogStep, CatalogWalk, WalkLimits};
 use sluice_core::jsonrpc;
 use sluice_core::protocol::{self, Era, ProbeVerdict};
 use tokio::sync::mpsc;
@@ -35,8 +35,6 @@ use crate::rescue::UpstreamError;
 /// The longest a `server/discover` probe waits before falling back to
 /// `initialize` (some legacy servers never answer an unknown method).
 const PROBE_TIMEOUT: Duration = Duration::from_secs(10);
-/// How long one whole catalog read may take.
-const CATALOG_READ_TIMEOUT: Duration = Duration::from_secs(120);
 /// A listen stream is not a call: it has no timeout worth the name.
 const LISTEN_LIFETIME: Duration = Duration::from_secs(365 * 24 * 3600);
 /// `list_changed` notifications closer together than this are read once.
@@ -81,6 +79,23 @@ pub struct UpstreamStatus {
     pub resource_templates: usize,
     /// Prompts served.
     pub prompts: usize,
+    /// The served catalog against `sluice.lock`: `pending` (no complete
+    /// read yet), `unpinned` (no lockfile), `unchanged` or `drifted`.
+    pub approval: &'static str,
+    /// What drifted, when `approval` is `drifted`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub drift: Option<DriftCounts>,
+}
+
+/// How many entries drifted, by kind of drift.
+#[derive(Debug, Clone, Copy, Serialize, PartialEq, Eq)]
+pub struct DriftCounts {
+    /// Listed but not approved.
+    pub added: usize,
+    /// Approved but no longer listed.
+    pub removed: usize,
+    /// Listed with a definition other than the approved one.
+    pub changed: usize,
 }
 
 /// Settings every upstream shares.
@@ -91,6 +106,27 @@ pub(crate) struct Settings {
     pub(crate) shutdown_grace: Duration,
     pub(crate) max_message_bytes: usize,
     pub(crate) client_info: Value,
+    pub(crate) catalog_limits: WalkLimits,
+    pub(crate) catalog_read_timeout: Duration,
+    /// `Duration::ZERO`: re-read only on `list_changed`.
+    pub(crate) refresh_interval: Duration,
+}
+
+// === impl Settings ===
+
+impl Settings {
+    pub(crate) fn new(config: &Config, max_message_bytes: usize, client_info: Value) -> Self {
+        Settings {
+            request_timeout: config.server.request_timeout,
+            startup_timeout: config.server.startup_timeout,
+            shutdown_grace: config.server.shutdown_grace,
+            max_message_bytes,
+            client_info,
+            catalog_limits: config.catalog.limits,
+            catalog_read_timeout: config.catalog.read_timeout,
+            refresh_interval: config.catalog.refresh_interval,
+        }
+    }
 }
 
 // === impl Upstream ===
@@ -111,6 +147,8 @@ impl Upstream {
                 resources: 0,
                 resource_templates: 0,
                 prompts: 0,
+                approval: "pending",
+                drift: None,
             }),
         }
     }
@@ -201,16 +239,18 @@ pub(crate) async fn supervise(
             s.protocol_version = Some(desc.protocol_version.clone());
         });
         resubscribe(&up, &hub, &conn, &settings);
-        if !refresh_or_stop(&up, &hub, &conn, &settings, &shutdown).await {
+        let mut reads = ReadSchedule::new(&settings);
+        let Some(complete) = refresh_or_stop(&up, &hub, &conn, &settings, &shutdown).await else {
             conn.shutdown(settings.shutdown_grace).await;
             up.set_connection(None);
             up.update(|s| s.state = "stopped");
             return;
-        }
+        };
+        reads.after_read(complete);
         settle();
 
-        let mut refresh_at: Option<Instant> = None;
         loop {
+            let refresh_at = reads.next;
             let refresh_due = async {
                 match refresh_at {
                     Some(at) => tokio::time::sleep_until(at).await,
@@ -226,19 +266,17 @@ pub(crate) async fn supervise(
                 }
                 () = conn.closed() => break,
                 Some(event) = events.recv() => match event {
-                    UpstreamEvent::ListChanged(_) => {
-                        refresh_at.get_or_insert_with(|| Instant::now() + REFRESH_DEBOUNCE);
-                    }
+                    UpstreamEvent::ListChanged(_) => reads.list_changed(),
                     other => hub.upstream_event(up.name(), other),
                 },
                 () = refresh_due => {
-                    refresh_at = None;
-                    if !refresh_or_stop(&up, &hub, &conn, &settings, &shutdown).await {
+                    let Some(complete) = refresh_or_stop(&up, &hub, &conn, &settings, &shutdown).await else {
                         conn.shutdown(settings.shutdown_grace).await;
                         up.set_connection(None);
                         up.update(|s| s.state = "stopped");
                         return;
-                    }
+                    };
+                    reads.after_read(complete);
                 }
             }
         }
@@ -329,113 +367,165 @@ fn resubscribe(up: &Upstream, hub: &Hub, conn: &Arc<Connection>, settings: &Sett
     }
 }
 
-/// Reads the catalog unless shutdown comes first (`false`); a connection
-/// lost meanwhile ends the read at once (its requests fail).
+/// When the catalog is read next: on `list_changed` (debounced), on the
+/// refresh interval, and after an incomplete read with its own backoff, so
+/// an upstream that cannot list is retried without being hammered.
+struct ReadSchedule {
+    next: Option<Instant>,
+    interval: Duration,
+    retry: Duration,
+}
+
+impl ReadSchedule {
+    fn new(settings: &Settings) -> Self {
+        ReadSchedule {
+            next: None,
+            interval: settings.refresh_interval,
+            retry: BACKOFF_MIN,
+        }
+    }
+
+    fn after_read(&mut self, complete: bool) {
+        let now = Instant::now();
+        if complete {
+            self.retry = BACKOFF_MIN;
+            self.next = (!self.interval.is_zero()).then(|| now + self.interval);
+        } else {
+            self.next = Some(now + self.retry);
+            self.retry = (self.retry * 2).min(BACKOFF_MAX);
+        }
+    }
+
+    fn list_changed(&mut self) {
+        let soon = Instant::now() + REFRESH_DEBOUNCE;
+        self.next = Some(self.next.map_or(soon, |at| at.min(soon)));
+    }
+}
+
+/// Reads the catalog unless shutdown comes first (`None`); `Some(true)`
+/// when the read was complete. A connection lost meanwhile ends the read at
+/// once (its requests fail).
 async fn refresh_or_stop(
     up: &Upstream,
     hub: &Hub,
     conn: &Connection,
     settings: &Settings,
     shutdown: &CancellationToken,
-) -> bool {
+) -> Option<bool> {
     tokio::select! {
-        () = refresh_catalog(up, hub, conn, settings) => true,
-        () = shutdown.cancelled() => false,
+        complete = refresh_catalog(up, hub, conn, settings) => Some(complete),
+        () = shutdown.cancelled() => None,
     }
 }
 
 /// Reads the whole catalog and publishes it, or keeps the previous one
-/// (marked stale) when the read did not finish.
-async fn refresh_catalog(up: &Upstream, hub: &Hub, conn: &Connection, settings: &Settings) {
-    match read_catalog(conn, settings.request_timeout).await {
-        Ok(catalog) => {
+/// (marked stale) when the read did not finish. `true` when complete.
+async fn refresh_catalog(up: &Upstream, hub: &Hub, conn: &Connection, settings: &Settings) -> bool {
+    match read_catalog(conn, settings).await {
+        CatalogRead::Complete(catalog) => {
+            let counts = [
+                catalog.tools.len(),
+                catalog.resources.len(),
+                catalog.resource_templates.len(),
+                catalog.prompts.len(),
+            ];
+            let published = hub.publish(up.name(), catalog);
             up.update(|s| {
                 s.catalog = "complete";
-                s.tools = catalog.tools.len();
-                s.resources = catalog.resources.len();
-                s.resource_templates = catalog.resource_templates.len();
-                s.prompts = catalog.prompts.len();
+                [s.tools, s.resources, s.resource_templates, s.prompts] = counts;
+                s.approval = match (&published.diff, published.pinned) {
+                    (_, false) => "unpinned",
+                    (d, true) if d.is_empty() => "unchanged",
+                    _ => "drifted",
+                };
+                s.drift = (!published.diff.is_empty()).then(|| drift_counts(&published.diff));
             });
-            hub.publish(up.name(), catalog);
+            true
         }
-        Err((kind, reason)) => {
+        CatalogRead::Incomplete { list, reason } => {
+            let reason = NotEstablished::Incomplete { list, reason };
             tracing::warn!(
                 upstream = up.name(),
-                list = kind.method(),
-                "catalog read incomplete: {reason}; the previous catalog stays served"
+                "catalog not established: {reason}; the previous catalog (if any) stays served, and the read is retried"
             );
             up.update(|s| {
                 if s.catalog == "complete" {
                     s.catalog = "stale";
                 }
-                s.last_error = Some(format!("{} read incomplete: {reason}", kind.method()));
+                s.last_error = Some(reason.to_string());
             });
+            false
         }
     }
 }
 
-/// Reads every list the upstream offers, each to its last page.
-async fn read_catalog(
-    conn: &Connection,
-    request_timeout: Duration,
-) -> Result<UpstreamCatalog, (ListKind, IncompleteReason)> {
-    let mut catalog = UpstreamCatalog::default();
-    let deadline = Instant::now() + CATALOG_READ_TIMEOUT;
-    for kind in ListKind::ALL {
-        if !conn.offers(kind.capability()) {
+fn drift_counts(diff: &Diff) -> DriftCounts {
+    DriftCounts {
+        added: diff.added.len(),
+        removed: diff.removed.len(),
+        changed: diff.changed.len(),
+    }
+}
+
+/// Reads every list the upstream offers, each to its last page, within
+/// the catalog read timeout.
+async fn read_catalog(conn: &Connection, settings: &Settings) -> CatalogRead {
+    let deadline = Instant::now() + settings.catalog_read_timeout;
+    let mut walk = CatalogWalk::new(|c| conn.offers(c), settings.catalog_limits);
+    let mut step = walk.start();
+    loop {
+        let (list, cursor) = match step {
+            CatalogStep::Fetch { list, cursor } => (list, cursor),
+            CatalogStep::Done(read) => return read,
+        };
+        let remaining = deadline.saturating_duration_since(Instant::now());
+        if remaining.is_zero() {
+            step = walk.handle_timeout();
             continue;
         }
-        let mut walk = Walk::new(kind, WalkLimits::default());
-        let mut step = walk.start();
-        let mut first_page = true;
-        loop {
-            match step {
-                Step::Fetch(cursor) => {
-                    let remaining = deadline.saturating_duration_since(Instant::now());
-                    if remaining.is_zero() {
-                        step = walk.handle_timeout();
-                        continue;
-                    }
-                    let params = match cursor {
-                        Some(cursor) => json!({"cursor": cursor}),
-                        None => json!({}),
-                    };
-                    let answer = conn
-                        .request(
-                            kind.method(),
-                            params,
-                            &json!({}),
-                            None,
-                            request_timeout.min(remaining),
-                            &[],
-                        )
-                        .await;
-                    step = match answer {
-                        Ok(page) => walk.handle_page(page),
-                        // A server that offers resources but not templates
-                        // answers templates/list with "method not found":
-                        // it has none.
-                        Err(UpstreamError::Rpc(e))
-                            if first_page
-                                && kind == ListKind::ResourceTemplates
-                                && e.code == jsonrpc::METHOD_NOT_FOUND =>
-                        {
-                            Step::Complete(Vec::new())
-                        }
-                        Err(UpstreamError::Timeout { .. }) => walk.handle_timeout(),
-                        Err(_) => walk.handle_error(),
-                    };
-                    first_page = false;
-                }
-                Step::Complete(items) => {
-                    *catalog.list_mut(kind) = items;
-                    break;
-                }
-                Step::Incomplete(reason) => return Err((kind, reason)),
-            }
-        }
+        let params = match cursor {
+            Some(cursor) => json!({"cursor": cursor}),
+            None => json!({}),
+        };
+        let answer = conn
+            .request(
+                list.method(),
+                params,
+                &json!({}),
+                None,
+                settings.request_timeout.min(remaining),
+                &[],
+            )
+            .await;
+        step = match answer {
+            Ok(page) => walk.handle_page(page),
+            Err(UpstreamError::Rpc(e)) => walk.handle_error(e.code),
+            Err(UpstreamError::Timeout { .. }) => walk.handle_timeout(),
+            Err(_) => walk.handle_failure(),
+        };
     }
-    Ok(catalog)
+}
+
+/// Connects to one upstream, reads its catalog once and disconnects: what
+/// `sluice lock` and `sluice check` need.
+pub(crate) async fn read_once(
+    config: &UpstreamConfig,
+    settings: &Settings,
+) -> Result<CatalogRead, NotEstablished> {
+    let (events, mut drain) = mpsc::channel(256);
+    // Nothing listens to this upstream's notifications: drop them.
+    tokio::spawn(async move { while drain.recv().await.is_some() {} });
+    let never = CancellationToken::new();
+    let conn = match connect(config, settings, events, &never).await {
+        Ok(conn) => conn,
+        Err(detail) => {
+            tracing::warn!(upstream = %config.name, "could not connect: {detail}");
+            return Err(NotEstablished::Unreachable);
+        }
+    };
+    let read = read_catalog(&conn, settings).await;
+    conn.shutdown(settings.shutdown_grace).await;
+    Ok(read)
 }
 
 /// Connects and completes the handshake within `startup_timeout`; on any

@@ -248,8 +248,8 @@ impl HttpFixture {
         Self { child, port }
     }
 
-    /// Opens a request and reads the status line and headers; the body is read from the result.
-    pub fn open(&self, method: &str, headers: &[(&str, &str)], body: Option<&str>) -> HttpStream {
+    /// Sends a request without reading anything back (for requests that are never answered).
+    pub fn send(&self, method: &str, headers: &[(&str, &str)], body: Option<&str>) -> TcpStream {
         let mut stream = TcpStream::connect(("127.0.0.1", self.port)).expect("connect");
         stream.set_read_timeout(Some(WAIT)).expect("timeout");
         let mut req = format!(
@@ -269,7 +269,12 @@ impl HttpFixture {
             req.push_str(body);
         }
         stream.write_all(req.as_bytes()).expect("send request");
-        let mut reader = BufReader::new(stream);
+        stream
+    }
+
+    /// Opens a request and reads the status line and headers; the body is read from the result.
+    pub fn open(&self, method: &str, headers: &[(&str, &str)], body: Option<&str>) -> HttpStream {
+        let mut reader = BufReader::new(self.send(method, headers, body));
         let mut status_line = String::new();
         reader.read_line(&mut status_line).expect("status line");
         let status = status_line

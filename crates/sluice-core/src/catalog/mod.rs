@@ -10,6 +10,17 @@
 //!   URI that no list names goes to the first upstream (in config order)
 //!   with a template that matches it.
 //! - Every entry is otherwise passed as the upstream sent it.
+//! - Entries withheld for drift ([`drift`]) are not listed, but their names
+//!   and URIs are remembered so that a call to one is refused as drift, not
+//!   answered as unknown.
+//!
+//! The submodules hold what decides which entries are served: the
+//! [`definition`] of an entry and its digest, the [`lockfile`] of approved
+//! definitions, and the [`drift`] between the two.
+
+pub mod definition;
+pub mod drift;
+pub mod lockfile;
 
 use std::collections::HashMap;
 
@@ -17,6 +28,7 @@ use serde_json::Value;
 
 use crate::discovery::ListKind;
 use crate::naming::exposed_name;
+use drift::{DriftKind, Withheld};
 
 /// The longest URI matched against templates.
 const MAX_MATCHED_URI: usize = 2048;
@@ -71,6 +83,19 @@ pub struct Federation {
     resource_owners: HashMap<String, String>,
     templates: Vec<(UriTemplate, String)>,
     collisions: Vec<Collision>,
+    /// Withheld tools and prompts (by exposed name), resources (by URI)
+    /// and templates (by URI template).
+    withheld: HashMap<(ListKind, String), WithheldRoute>,
+    withheld_templates: Vec<(UriTemplate, WithheldRoute)>,
+}
+
+/// Where a withheld entry would have gone, and why it is withheld.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct WithheldRoute {
+    /// The upstream's name.
+    pub upstream: String,
+    /// How the entry drifted.
+    pub drift: DriftKind,
 }
 
 // === impl UpstreamCatalog ===
@@ -249,6 +274,52 @@ impl Federation {
             .iter()
             .find(|(t, _)| t.source == template)
             .map(|(_, upstream)| upstream.as_str())
+    }
+
+    /// Records entries of `upstream` that are withheld for drift.
+    pub fn withhold(&mut self, upstream: &str, separator: &str, withheld: &[Withheld]) {
+        for w in withheld {
+            let route = WithheldRoute {
+                upstream: upstream.to_owned(),
+                drift: w.drift,
+            };
+            let key = match w.entry.kind {
+                ListKind::Tools | ListKind::Prompts => {
+                    exposed_name(upstream, separator, &w.entry.key)
+                }
+                ListKind::ResourceTemplates => {
+                    self.withheld_templates
+                        .push((UriTemplate::parse(&w.entry.key), route.clone()));
+                    w.entry.key.clone()
+                }
+                ListKind::Resources => w.entry.key.clone(),
+            };
+            self.withheld.entry((w.entry.kind, key)).or_insert(route);
+        }
+    }
+
+    /// The withheld tool or prompt a client names, if it is one.
+    pub fn withheld(&self, kind: ListKind, exposed: &str) -> Option<&WithheldRoute> {
+        self.withheld.get(&(kind, exposed.to_owned()))
+    }
+
+    /// Whether a read of `uri` would reach a withheld entry: a withheld
+    /// resource with that URI, or (when no served entry or template takes
+    /// it) a withheld template that matches it.
+    pub fn withheld_resource(&self, uri: &str) -> Option<&WithheldRoute> {
+        if self.resource_owners.contains_key(uri) {
+            return None;
+        }
+        if let Some(route) = self.withheld.get(&(ListKind::Resources, uri.to_owned())) {
+            return Some(route);
+        }
+        if uri.len() > MAX_MATCHED_URI || self.route_template(uri).is_some() {
+            return None;
+        }
+        self.withheld_templates
+            .iter()
+            .find(|(t, _)| t.matches(uri))
+            .map(|(_, route)| route)
     }
 
     /// Entries hidden because another upstream had the same key.

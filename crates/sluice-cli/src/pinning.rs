@@ -1,0 +1,287 @@
+//! `sluice lock` and `sluice check`: the lockfile workflow.
+//!
+//! `lock` reads every catalog to its end and writes the approved
+//! definitions; `check` reads them again and compares. Both refuse to judge
+//! a read that did not finish: exit 2 ("not established") is never a drift.
+
+use std::fmt::Write as _;
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+
+use anyhow::Context;
+use serde_json::{Value, json};
+use sluice_core::catalog::drift::{self, EntryId, NotEstablished, Verdict};
+use sluice_core::catalog::lockfile::{LockedUpstream, Lockfile};
+use sluice_core::config::Config;
+use sluice_core::discovery::{CatalogRead, ListKind};
+
+use crate::{EXIT_CONFIG, EXIT_DRIFT, EXIT_NOT_ESTABLISHED, EXIT_USAGE};
+
+/// Where the lockfile is: `--lockfile`, else `[catalog] lockfile` relative
+/// to the config file's directory.
+pub fn lockfile_path(config_path: &Path, config: &Config, flag: Option<&Path>) -> PathBuf {
+    if let Some(flag) = flag {
+        return flag.to_owned();
+    }
+    let dir = config_path.parent().unwrap_or_else(|| Path::new(""));
+    dir.join(&config.catalog.lockfile)
+}
+
+/// The lockfile, `Ok(None)` when there is none, or the exit code after
+/// printing why it cannot be read.
+pub fn read_lockfile(path: &Path) -> Result<Option<Lockfile>, ExitCode> {
+    let text = match std::fs::read_to_string(path) {
+        Ok(text) => text,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+        Err(e) => {
+            eprintln!("{}: cannot read the lockfile: {e}", path.display());
+            return Err(ExitCode::from(EXIT_CONFIG));
+        }
+    };
+    Lockfile::parse(&text).map(Some).map_err(|e| {
+        eprintln!("{}: {e}", path.display());
+        ExitCode::from(EXIT_CONFIG)
+    })
+}
+
+/// `sluice lock [--upstream NAME]...`.
+pub async fn lock(config: &Config, path: &Path, only: &[String]) -> anyhow::Result<ExitCode> {
+    let configured: Vec<String> = config.upstreams.iter().map(|u| u.name.clone()).collect();
+    if let Some(unknown) = only.iter().find(|n| !configured.contains(n)) {
+        eprintln!(
+            "sluice lock: no upstream named {unknown:?} in the config (configured: {})",
+            configured.join(", ")
+        );
+        return Ok(ExitCode::from(EXIT_USAGE));
+    }
+    let partial = !only.is_empty();
+    let old = match read_lockfile(path) {
+        Ok(old) => old,
+        // A whole new lock may replace an unreadable file; a partial one
+        // must keep the other upstreams' approvals, so it needs them.
+        Err(code) if partial => return Ok(code),
+        Err(_) => {
+            eprintln!("sluice lock: the old lockfile is replaced");
+            None
+        }
+    };
+    let names = if partial { only.to_vec() } else { configured };
+    let reads = sluice_gateway::gateway::read_catalogs(config, &names).await;
+    let mut lock = old.clone().unwrap_or_default();
+    if !partial {
+        lock.upstreams.retain(|name, _| names.contains(name));
+        if let Some(old) = &old {
+            for gone in old.upstreams.keys().filter(|n| !names.contains(n)) {
+                println!("{gone}: removed (no longer configured)");
+            }
+        }
+    }
+    let mut refused = 0;
+    for (name, read) in reads {
+        match read {
+            Ok(CatalogRead::Complete(catalog)) => {
+                let approved = LockedUpstream::from_catalog(&catalog);
+                let before = old.as_ref().and_then(|o| o.upstreams.get(&name));
+                let changes = match before {
+                    None => "new".to_owned(),
+                    Some(before) => {
+                        let d = drift::diff(before, &catalog);
+                        if d.is_empty() {
+                            "unchanged".to_owned()
+                        } else {
+                            format!("updated:\n{}", indent(&summary(&d.to_string())))
+                        }
+                    }
+                };
+                println!("{name}: locked {} ({changes})", counts(&approved));
+                lock.upstreams.insert(name, approved);
+            }
+            Ok(CatalogRead::Incomplete { list, reason }) => {
+                refused += 1;
+                refuse(&name, &NotEstablished::Incomplete { list, reason });
+            }
+            Err(reason) => {
+                refused += 1;
+                refuse(&name, &reason);
+            }
+        }
+    }
+    if refused == names.len() {
+        eprintln!(
+            "sluice lock: nothing could be locked; {} left as it was",
+            path.display()
+        );
+        return Ok(ExitCode::from(EXIT_NOT_ESTABLISHED));
+    }
+    write_atomically(path, &lock.render())?;
+    println!("wrote {}", path.display());
+    Ok(if refused > 0 {
+        ExitCode::from(EXIT_NOT_ESTABLISHED)
+    } else {
+        ExitCode::SUCCESS
+    })
+}
+
+fn refuse(name: &str, reason: &NotEstablished) {
+    println!("{name}: not locked: {reason} (its previous approval, if any, is kept)");
+}
+
+/// `sluice check [--json]`.
+pub async fn check(config: &Config, path: &Path, as_json: bool) -> anyhow::Result<ExitCode> {
+    let lock = match read_lockfile(path) {
+        Ok(Some(lock)) => lock,
+        Ok(None) => {
+            let reason = format!(
+                "no lockfile at {} (run `sluice lock` to create it)",
+                path.display()
+            );
+            if as_json {
+                println!(
+                    "{}",
+                    json!({"result": "not-established", "reason": reason, "upstreams": []})
+                );
+            } else {
+                println!("not established: {reason}");
+            }
+            return Ok(ExitCode::from(EXIT_NOT_ESTABLISHED));
+        }
+        Err(code) => return Ok(code),
+    };
+    let names: Vec<String> = config.upstreams.iter().map(|u| u.name.clone()).collect();
+    let reads = sluice_gateway::gateway::read_catalogs(config, &names).await;
+    let unlocked = LockedUpstream::default();
+    let mut report: Vec<(String, Verdict, Option<[usize; 4]>)> = Vec::new();
+    for (name, read) in reads {
+        let approved = lock.upstreams.get(&name).unwrap_or(&unlocked);
+        let sizes = match &read {
+            Ok(CatalogRead::Complete(c)) => Some(ListKind::ALL.map(|k| c.list(k).len())),
+            _ => None,
+        };
+        let verdict = match read {
+            Ok(read) => drift::judge(approved, &read),
+            Err(reason) => Verdict::NotEstablished(reason),
+        };
+        report.push((name, verdict, sizes));
+    }
+    // An approval for an upstream that is no longer configured: all of it
+    // was removed.
+    for (name, approved) in lock.upstreams.iter().filter(|(n, _)| !names.contains(n)) {
+        let removed = drift::diff(approved, &Default::default());
+        if !removed.is_empty() {
+            report.push((name.clone(), Verdict::Drifted(removed), None));
+        }
+    }
+    let drifted = report
+        .iter()
+        .any(|(_, v, _)| matches!(v, Verdict::Drifted(_)));
+    let not_established = report
+        .iter()
+        .any(|(_, v, _)| matches!(v, Verdict::NotEstablished(_)));
+    let (result, code) = if drifted {
+        ("drifted", ExitCode::from(EXIT_DRIFT))
+    } else if not_established {
+        ("not-established", ExitCode::from(EXIT_NOT_ESTABLISHED))
+    } else {
+        ("unchanged", ExitCode::SUCCESS)
+    };
+    if as_json {
+        let upstreams: Vec<Value> = report
+            .iter()
+            .map(|(name, verdict, _)| {
+                verdict_json(name, verdict, lock.upstreams.contains_key(name))
+            })
+            .collect();
+        println!("{}", json!({"result": result, "upstreams": upstreams}));
+    } else {
+        let mut out = String::new();
+        for (name, verdict, sizes) in &report {
+            let _ = match verdict {
+                Verdict::Unchanged => {
+                    let sizes = sizes
+                        .map(|s| format!(" ({})", size_words(s)))
+                        .unwrap_or_default();
+                    writeln!(out, "{name}: unchanged{sizes}")
+                }
+                Verdict::Drifted(diff) => {
+                    let note = if lock.upstreams.contains_key(name) {
+                        ""
+                    } else {
+                        " (not in the lockfile)"
+                    };
+                    writeln!(out, "{name}: drifted{note}\n{}", indent(&diff.to_string()))
+                }
+                Verdict::NotEstablished(reason) => {
+                    writeln!(out, "{name}: not established: {reason}")
+                }
+            };
+        }
+        print!("{out}");
+    }
+    Ok(code)
+}
+
+fn verdict_json(name: &str, verdict: &Verdict, locked: bool) -> Value {
+    match verdict {
+        Verdict::Unchanged => json!({"name": name, "verdict": "unchanged"}),
+        Verdict::NotEstablished(reason) => {
+            json!({"name": name, "verdict": "not-established", "reason": reason.to_string()})
+        }
+        Verdict::Drifted(diff) => json!({
+            "name": name,
+            "verdict": "drifted",
+            "inLockfile": locked,
+            "added": diff.added.iter().map(entry_json).collect::<Vec<_>>(),
+            "removed": diff.removed.iter().map(entry_json).collect::<Vec<_>>(),
+            "changed": diff.changed.iter().map(|c| {
+                let mut e = entry_json(&c.entry);
+                e["fields"] = json!(c.fields);
+                e
+            }).collect::<Vec<_>>(),
+        }),
+    }
+}
+
+fn entry_json(id: &EntryId) -> Value {
+    json!({"list": id.kind.field(), "key": id.key})
+}
+
+fn counts(up: &LockedUpstream) -> String {
+    size_words(ListKind::ALL.map(|k| up.list(k).len()))
+}
+
+fn size_words(sizes: [usize; 4]) -> String {
+    let nouns = ["tool", "resource", "resource template", "prompt"];
+    let words: Vec<String> = sizes
+        .iter()
+        .zip(nouns)
+        .map(|(n, noun)| format!("{n} {noun}{}", if *n == 1 { "" } else { "s" }))
+        .collect();
+    words.join(", ")
+}
+
+/// The first lines of a long diff (the file diff in review has all of it).
+fn summary(diff: &str) -> String {
+    const SHOWN: usize = 20;
+    let total = diff.lines().count();
+    let mut out: Vec<&str> = diff.lines().take(SHOWN).collect();
+    let more = format!("... and {} more", total.saturating_sub(SHOWN));
+    if total > SHOWN {
+        out.push(&more);
+    }
+    out.join("\n")
+}
+
+fn indent(text: &str) -> String {
+    text.lines()
+        .map(|l| format!("  {l}"))
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+/// Writes beside the target and renames, so a reader never sees half a
+/// lockfile.
+fn write_atomically(path: &Path, text: &str) -> anyhow::Result<()> {
+    let tmp = path.with_extension("lock.tmp");
+    std::fs::write(&tmp, text).with_context(|| format!("writing {}", tmp.display()))?;
+    std::fs::rename(&tmp, path).with_context(|| format!("replacing {}", path.display()))
+}

@@ -1,0 +1,338 @@
+//! `sluice.lock`: the approved catalog of every upstream.
+//!
+//! Like `Cargo.lock`, it is written by a command (`sluice lock`), reviewed
+//! in pull requests and checked in beside the config. It is JSON, because
+//! definitions are JSON (schemas with `null`s and nesting that TOML cannot
+//! say), pretty-printed with every map sorted so that the same catalog
+//! always gives the same bytes and a change shows as a small diff:
+//!
+//! ```json
+//! {
+//!   "version": 1,
+//!   "upstreams": {
+//!     "files": {
+//!       "tools": {
+//!         "read_file": {
+//!           "digest": "sha256:…",
+//!           "definition": { "description": "…", "inputSchema": { … }, "name": "read_file" }
+//!         }
+//!       },
+//!       "resources": {},
+//!       "resourceTemplates": {},
+//!       "prompts": {}
+//!     }
+//!   }
+//! }
+//! ```
+//!
+//! Each entry keeps its whole approved definition (the fields of
+//! [`super::definition`]) and that definition's digest. Reading checks that
+//! every digest matches its definition, so a hand edit of one without the
+//! other is caught instead of silently approving something else.
+
+use std::collections::BTreeMap;
+
+use serde::Deserialize;
+use serde_json::{Map, Value};
+
+use super::UpstreamCatalog;
+use super::definition;
+use crate::discovery::ListKind;
+
+/// The format version this sluice reads and writes.
+pub const LOCKFILE_VERSION: u64 = 1;
+
+/// The approved catalogs, by upstream name.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Lockfile {
+    /// Upstream name -> its approved catalog.
+    pub upstreams: BTreeMap<String, LockedUpstream>,
+}
+
+/// One upstream's approved entries, per list, by name or URI.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct LockedUpstream {
+    /// `tools`, by name.
+    pub tools: BTreeMap<String, LockedEntry>,
+    /// `resources`, by URI.
+    pub resources: BTreeMap<String, LockedEntry>,
+    /// `resourceTemplates`, by URI template.
+    pub resource_templates: BTreeMap<String, LockedEntry>,
+    /// `prompts`, by name.
+    pub prompts: BTreeMap<String, LockedEntry>,
+}
+
+/// One approved entry.
+#[derive(Debug, Clone, PartialEq)]
+pub struct LockedEntry {
+    /// `sha256:<hex>` of the canonical definition.
+    pub digest: String,
+    /// The approved definition, canonical.
+    pub definition: Value,
+}
+
+/// Why a lockfile could not be read. The location is a JSON path or a
+/// line and column.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{location}: {message}")]
+pub struct LockfileError {
+    /// Where: `line L column C`, or a path such as `upstreams.git.tools.log`.
+    pub location: String,
+    /// What is wrong.
+    pub message: String,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawLockfile {
+    version: u64,
+    #[serde(default)]
+    upstreams: BTreeMap<String, RawUpstream>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+struct RawUpstream {
+    #[serde(default)]
+    tools: BTreeMap<String, RawEntry>,
+    #[serde(default)]
+    resources: BTreeMap<String, RawEntry>,
+    #[serde(default)]
+    resource_templates: BTreeMap<String, RawEntry>,
+    #[serde(default)]
+    prompts: BTreeMap<String, RawEntry>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawEntry {
+    digest: String,
+    definition: Value,
+}
+
+// === impl Lockfile ===
+
+impl Lockfile {
+    /// Reads a lockfile's text.
+    pub fn parse(text: &str) -> Result<Lockfile, LockfileError> {
+        let raw: RawLockfile = serde_json::from_str(text).map_err(|e| LockfileError {
+            location: format!("line {} column {}", e.line(), e.column()),
+            message: e
+                .to_string()
+                .split(" at line ")
+                .next()
+                .unwrap_or_default()
+                .to_owned(),
+        })?;
+        if raw.version != LOCKFILE_VERSION {
+            return Err(LockfileError {
+                location: "version".into(),
+                message: format!(
+                    "format version {} is not supported (this sluice reads version {LOCKFILE_VERSION}); run `sluice lock` to rewrite it",
+                    raw.version
+                ),
+            });
+        }
+        let mut lock = Lockfile::default();
+        for (name, raw_up) in raw.upstreams {
+            let mut up = LockedUpstream::default();
+            let lists = [
+                (ListKind::Tools, raw_up.tools),
+                (ListKind::Resources, raw_up.resources),
+                (ListKind::ResourceTemplates, raw_up.resource_templates),
+                (ListKind::Prompts, raw_up.prompts),
+            ];
+            for (kind, entries) in lists {
+                for (key, entry) in entries {
+                    let at = format!("upstreams.{name}.{}.{key}", kind.field());
+                    let checked =
+                        check_entry(kind, &key, entry).map_err(|message| LockfileError {
+                            location: at,
+                            message,
+                        })?;
+                    up.list_mut(kind).insert(key, checked);
+                }
+            }
+            lock.upstreams.insert(name, up);
+        }
+        Ok(lock)
+    }
+
+    /// The file's text: pretty JSON, every map sorted, a final newline.
+    pub fn render(&self) -> String {
+        let mut upstreams = Map::new();
+        for (name, up) in &self.upstreams {
+            upstreams.insert(name.clone(), up.to_json());
+        }
+        let mut root = Map::new();
+        root.insert("version".into(), LOCKFILE_VERSION.into());
+        root.insert("upstreams".into(), Value::Object(upstreams));
+        let mut text = serde_json::to_string_pretty(&Value::Object(root))
+            .unwrap_or_else(|_| unreachable!("a JSON value always serializes"));
+        text.push('\n');
+        text
+    }
+}
+
+fn check_entry(kind: ListKind, key: &str, entry: RawEntry) -> Result<LockedEntry, String> {
+    if !entry.definition.is_object() {
+        return Err("definition must be a JSON object".into());
+    }
+    if entry.definition.get(kind.key()).and_then(Value::as_str) != Some(key) {
+        return Err(format!(
+            "definition.{} must equal the entry's key {key:?}",
+            kind.key()
+        ));
+    }
+    let definition = definition::definition(kind, &entry.definition);
+    let digest = definition::digest(kind, &definition);
+    if digest != entry.digest {
+        return Err(
+            "digest does not match the definition (edited by hand?); review the change and run `sluice lock` to approve it"
+                .into(),
+        );
+    }
+    Ok(LockedEntry { digest, definition })
+}
+
+// === impl LockedUpstream ===
+
+impl LockedUpstream {
+    /// Approves every entry of a complete catalog as it is.
+    pub fn from_catalog(catalog: &UpstreamCatalog) -> Self {
+        let mut up = LockedUpstream::default();
+        for kind in ListKind::ALL {
+            for entry in catalog.list(kind) {
+                let Some(key) = entry.get(kind.key()).and_then(Value::as_str) else {
+                    continue;
+                };
+                let definition = definition::definition(kind, entry);
+                let digest = crate::canonical::digest(&definition);
+                up.list_mut(kind)
+                    .insert(key.to_owned(), LockedEntry { digest, definition });
+            }
+        }
+        up
+    }
+
+    /// The approved entries of one list.
+    pub fn list(&self, kind: ListKind) -> &BTreeMap<String, LockedEntry> {
+        match kind {
+            ListKind::Tools => &self.tools,
+            ListKind::Resources => &self.resources,
+            ListKind::ResourceTemplates => &self.resource_templates,
+            ListKind::Prompts => &self.prompts,
+        }
+    }
+
+    fn list_mut(&mut self, kind: ListKind) -> &mut BTreeMap<String, LockedEntry> {
+        match kind {
+            ListKind::Tools => &mut self.tools,
+            ListKind::Resources => &mut self.resources,
+            ListKind::ResourceTemplates => &mut self.resource_templates,
+            ListKind::Prompts => &mut self.prompts,
+        }
+    }
+
+    /// How many entries are approved, over the four lists.
+    pub fn len(&self) -> usize {
+        ListKind::ALL.iter().map(|k| self.list(*k).len()).sum()
+    }
+
+    /// Whether nothing is approved.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    fn to_json(&self) -> Value {
+        let mut out = Map::new();
+        for kind in ListKind::ALL {
+            let mut entries = Map::new();
+            for (key, entry) in self.list(kind) {
+                let mut e = Map::new();
+                e.insert("digest".into(), entry.digest.clone().into());
+                e.insert("definition".into(), entry.definition.clone());
+                entries.insert(key.clone(), Value::Object(e));
+            }
+            out.insert(kind.field().into(), Value::Object(entries));
+        }
+        Value::Object(out)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn catalog() -> UpstreamCatalog {
+        UpstreamCatalog {
+            tools: vec![
+                json!({"name": "zeta", "description": "last", "inputSchema": {"type": "object", "properties": {}}, "_meta": {"x": 1}}),
+                json!({"name": "alpha", "inputSchema": {"type": "object"}, "annotations": {"readOnlyHint": true}}),
+            ],
+            resources: vec![json!({"uri": "file:///a", "name": "a", "size": 3})],
+            resource_templates: vec![json!({"uriTemplate": "file:///{path}", "name": "any"})],
+            prompts: vec![json!({"name": "greet", "arguments": [{"name": "who"}]})],
+        }
+    }
+
+    fn lock() -> Lockfile {
+        let mut lock = Lockfile::default();
+        lock.upstreams
+            .insert("files".into(), LockedUpstream::from_catalog(&catalog()));
+        lock
+    }
+
+    #[test]
+    fn render_is_sorted_stable_and_reads_back() {
+        let text = lock().render();
+        assert!(text.ends_with("}\n"));
+        assert!(text.find("\"alpha\"") < text.find("\"zeta\""), "{text}");
+        assert!(!text.contains("_meta") && !text.contains("\"size\""));
+        let back = Lockfile::parse(&text).expect("reads back");
+        assert_eq!(back, lock());
+        assert_eq!(back.render(), text);
+        // The upstream's order does not matter.
+        let mut reordered = catalog();
+        reordered.tools.reverse();
+        let mut other = Lockfile::default();
+        other
+            .upstreams
+            .insert("files".into(), LockedUpstream::from_catalog(&reordered));
+        assert_eq!(other.render(), text);
+    }
+
+    #[test]
+    fn a_hand_edit_without_its_digest_is_refused() {
+        let text = lock().render().replace("\"last\"", "\"something else\"");
+        let err = Lockfile::parse(&text).expect_err("digest mismatch");
+        assert_eq!(err.location, "upstreams.files.tools.zeta");
+        assert!(err.message.contains("digest does not match"), "{err}");
+    }
+
+    #[test]
+    fn bad_files_say_where() {
+        let cases = [
+            ("{", "line"),
+            (r#"{"version": 2, "upstreams": {}}"#, "version"),
+            (r#"{"version": 1, "upstreams": {}, "extra": 1}"#, "line"),
+            (
+                r#"{"version": 1, "upstreams": {"a": {"tools": {"t": {"digest": "sha256:00", "definition": {"name": "u"}}}}}}"#,
+                "upstreams.a.tools.t",
+            ),
+            (
+                r#"{"version": 1, "upstreams": {"a": {"tools": {"t": {"digest": "x", "definition": []}}}}}"#,
+                "upstreams.a.tools.t",
+            ),
+        ];
+        for (text, location) in cases {
+            let err = Lockfile::parse(text).expect_err(text);
+            assert!(err.location.starts_with(location), "{text}: {err}");
+        }
+        assert_eq!(
+            Lockfile::parse(r#"{"version": 1}"#).expect("empty lock"),
+            Lockfile::default()
+        );
+    }
+}
