@@ -106,7 +106,7 @@ pub async fn lock(config: &Config, path: &Path, only: &[String]) -> anyhow::Resu
             }
         }
     }
-    if refused == names.len() {
+    if refused > 0 && refused == names.len() {
         eprintln!(
             "sluice lock: nothing could be locked; {} left as it was",
             path.display()

@@ -21,8 +21,10 @@
 //!   read the catalog to its last page, relay, restart with backoff.
 //! - `rescue`: the one place a gateway failure becomes a JSON-RPC error,
 //!   with the table of sluice's own codes.
-//! - [`gateway`]: the running whole: supervisors, the published catalog,
-//!   client events, health.
+//! - [`gateway`]: the running whole: supervisors, the published catalog
+//!   (each upstream's complete read, as approved by `sluice.lock`), client
+//!   events, health; and the one-shot catalog reads of `sluice lock` and
+//!   `sluice check`.
 #![deny(missing_docs)]
 
 mod bridge;
