@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # How long a complete catalog read takes: `sluice check` (spawn the
 # upstream, walk every page of every list, compare with the lockfile, exit)
-# on a sluice-fixture catalog of 10,011 tools served 9 per page (1,113
+# on a sluice-fixture catalog of 10,015 tools served 9 per page (1,113
 # pages), ROUNDS times; prints each run and the median. Release builds.
 # Not part of the test suite.
 #

@@ -504,8 +504,8 @@ async fn exercise(client: Client, lifecycle: Lifecycle) {
     let (tools, _pages) = all_tools(&client).await;
     let names: Vec<&str> = tools.iter().map(|t| t.name.as_ref()).collect();
     let unique: BTreeSet<&str> = names.iter().copied().collect();
-    assert_eq!(names.len(), 36, "{names:?}");
-    assert_eq!(unique.len(), 36, "no tool twice: {names:?}");
+    assert_eq!(names.len(), 40, "{names:?}");
+    assert_eq!(unique.len(), 40, "no tool twice: {names:?}");
     assert!(names.iter().all(|n| n.starts_with("fx__")), "{names:?}");
     for i in 0..25 {
         assert!(unique.contains(format!("fx__gen_{i:04}").as_str()));
@@ -543,7 +543,7 @@ async fn exercise(client: Client, lifecycle: Lifecycle) {
         .await
         .unwrap();
     let names: Vec<&str> = prompts.iter().map(|p| p.name.as_str()).collect();
-    assert_eq!(names, ["fx__greet"]);
+    assert_eq!(names, ["fx__greet", "fx__big_prompt"]);
     let r = get_prompt(&client, "fx__greet", json!({"name": "Ada"})).await;
     assert_eq!(
         serde_json::to_value(&r.messages).unwrap(),
@@ -563,8 +563,9 @@ async fn exercise(client: Client, lifecycle: Lifecycle) {
     )
     .await
     .unwrap();
-    assert_eq!(templates.len(), 1);
+    assert_eq!(templates.len(), 2);
     assert_eq!(templates[0].uri_template, "fixture://item/{id}");
+    assert_eq!(templates[1].uri_template, "fixture://big/{bytes}");
     for (uri, text) in [
         ("fixture://res/0003", "resource 0003"),
         ("fixture://item/abc", "item abc"),

@@ -9,8 +9,8 @@ use std::collections::BTreeSet;
 use common::*;
 use serde_json::{Value, json};
 
-/// The fixture's ten fixed tools.
-const FIXED_TOOLS: [&str; 11] = [
+/// The fixture's fifteen fixed tools.
+const FIXED_TOOLS: [&str; 15] = [
     "echo",
     "lossless",
     "crash",
@@ -22,6 +22,10 @@ const FIXED_TOOLS: [&str; 11] = [
     "big",
     "slow",
     "header_echo",
+    "read_big",
+    "reflect",
+    "huge_read",
+    "huge_write",
 ];
 
 fn two_upstreams() -> String {
@@ -71,7 +75,15 @@ async fn every_page_of_every_upstream_is_served_once_and_calls_route_back() {
     assert_eq!(uris, want);
 
     let prompts = s.request(3, "prompts/list", json!({})).await;
-    assert_eq!(names(&prompts, "prompts"), ["fx__greet", "leg__greet"]);
+    assert_eq!(
+        names(&prompts, "prompts"),
+        [
+            "fx__greet",
+            "fx__big_prompt",
+            "leg__greet",
+            "leg__big_prompt"
+        ]
+    );
 
     // Calls reach the right upstream under the original name.
     let r = s.call(4, "fx__echo", json!({"text": "to fx"})).await;
@@ -467,29 +479,50 @@ impl StdioSluice {
 async fn a_message_over_the_transport_ceiling_is_never_buffered() {
     let mut s = StdioSluice::start(&two_upstreams()).await;
     s.initialize(json!({})).await;
-    // 17 MiB of text: past the 16 MiB ceiling. The call fails, naming the
-    // upstream; the other upstream keeps serving; the first comes back.
-    let r = s
-        .call(1, "fx__big", json!({"bytes": 17 * 1024 * 1024}))
-        .await;
-    assert_eq!(
-        r["error"]["code"],
-        json!(-32004),
-        "{}",
-        &r.to_string()[..200.min(r.to_string().len())]
-    );
-    let r = s.call(2, "leg__echo", json!({"text": "ok"})).await;
-    assert_eq!(first_text(&r), "ok");
-    let r = s.call(3, "fx__big", json!({"bytes": 1000})).await;
-    let mut id = 3;
-    let mut r = r;
-    while r.get("error").is_some() {
-        assert!(id < 100, "fx did not come back: {r}");
-        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    // State that only this fixture process has: a tool added at run time.
+    // A restarted fixture would not know it.
+    let r = s.call(1, "fx__add_tool", json!({})).await;
+    assert!(r.get("result").is_some(), "{r}");
+    let mut id = 100;
+    loop {
+        let tools = s.request(id, "tools/list", json!({})).await;
+        if names(&tools, "tools").contains(&"fx__added_0".to_owned()) {
+            break;
+        }
+        assert!(id < 200, "the added tool never appeared");
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
         id += 1;
-        r = s.call(id, "fx__big", json!({"bytes": 1000})).await;
     }
-    assert_eq!(first_text(&r).len(), 1000);
+    // 17 MiB of text: past the 16 MiB ceiling. sluice keeps the first
+    // bytes to find the request, discards the rest and answers that one
+    // call: `big` is mutation-capable (no annotations), so its outcome is
+    // unknown and it fails with -32007, naming the upstream.
+    let r = s
+        .call(2, "fx__big", json!({"bytes": 17 * 1024 * 1024}))
+        .await;
+    let shown = r.to_string();
+    let shown = &shown[..500.min(shown.len())];
+    assert_eq!(r["error"]["code"], json!(-32007), "{shown}");
+    let message = r["error"]["message"].as_str().unwrap();
+    assert!(
+        message.contains("larger than transport_max_message_bytes"),
+        "{message}"
+    );
+    assert!(
+        message.contains("the outcome of this call could not be relayed"),
+        "{message}"
+    );
+    assert_eq!(r["error"]["data"]["upstream"], json!("fx"), "{shown}");
+    // The other upstream was never affected.
+    let r = s.call(3, "leg__echo", json!({"text": "ok"})).await;
+    assert_eq!(first_text(&r), "ok");
+    // The connection stays up: the next call to fx succeeds at once (no
+    // retry), served by the same fixture process (it still has the tool
+    // added above), so there was no restart.
+    let r = s.call(4, "fx__big", json!({"bytes": 1000})).await;
+    assert_eq!(first_text(&r).len(), 1000, "{r}");
+    let r = s.call(5, "fx__added_0", json!({})).await;
+    assert_eq!(first_text(&r), "added_0", "{r}");
 }
 
 #[tokio::test(flavor = "multi_thread")]

@@ -19,6 +19,9 @@ use serde::Deserialize;
 use serde_json::Value;
 use toml::Spanned;
 
+use crate::boundary::budget::{DEFAULT_READ_BUDGET, MAX_READ_BUDGET, MIN_READ_BUDGET};
+use crate::boundary::project::{self, Projection};
+use crate::boundary::redact::{self, DEFAULT_SECRET_KEYS};
 use crate::catalog::drift::OnDrift;
 use crate::discovery::WalkLimits;
 use crate::naming;
@@ -27,6 +30,10 @@ use crate::naming;
 pub const DEFAULT_LISTEN: &str = "127.0.0.1:8787";
 /// The path of the MCP endpoint.
 pub const MCP_PATH: &str = "/mcp";
+/// The default transport ceiling (16 MiB).
+pub const DEFAULT_TRANSPORT_MESSAGE_BYTES: usize = 16 * 1024 * 1024;
+/// The largest transport ceiling (1 GiB).
+pub const MAX_TRANSPORT_MESSAGE_BYTES: usize = 1024 * 1024 * 1024;
 /// The default tool and prompt name separator.
 pub const DEFAULT_SEPARATOR: &str = "__";
 
@@ -39,6 +46,44 @@ pub struct Config {
     pub upstreams: Vec<UpstreamConfig>,
     /// `[catalog]`.
     pub catalog: CatalogConfig,
+    /// `[limits]`.
+    pub limits: LimitsConfig,
+    /// `[redaction]`.
+    pub redaction: RedactionConfig,
+    /// `[[policy.project]]`, in file order.
+    pub projections: Vec<ProjectionRule>,
+}
+
+/// `[limits]`: the read budget and the transport ceiling.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct LimitsConfig {
+    /// `mcp_read_response_max_bytes`: the largest read result passed, as
+    /// compact JSON after redaction (64 KiB..8 MiB, default 1 MiB).
+    pub read_budget: usize,
+    /// `transport_max_message_bytes`: the largest message read from an
+    /// upstream or a client (at least every read budget; default 16 MiB).
+    pub transport_max_message_bytes: usize,
+}
+
+/// `[redaction]`: what else counts as secret.
+#[derive(Clone, PartialEq, Eq)]
+pub struct RedactionConfig {
+    /// `secret_keys`: object keys whose values are secret (replaces the
+    /// default list).
+    pub secret_keys: Vec<String>,
+    /// `secret_env`: names of environment variables whose values are secret.
+    pub secret_env: Vec<String>,
+    /// The values of the `secret_env` variables that are set.
+    pub secret_env_values: Vec<String>,
+}
+
+/// One `[[policy.project]]`: a projection of one tool's results.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ProjectionRule {
+    /// `tool`: the exposed name (`upstream__tool`).
+    pub tool: String,
+    /// `keep` or `drop`.
+    pub projection: Projection,
 }
 
 /// `[catalog]`: how catalogs are read, approved and re-read.
@@ -90,8 +135,17 @@ pub struct UpstreamConfig {
     pub name: String,
     /// How sluice reaches it.
     pub transport: UpstreamTransport,
-    /// `trusted`: whether its tool annotations are believed (later issues).
+    /// `trusted`: whether its tool annotations are believed (a
+    /// `readOnlyHint` makes a tool's results reads only when it is).
     pub trusted: bool,
+    /// `read_only_tools`: tools (by the upstream's names) whose results are
+    /// reads, whatever their annotations say.
+    pub read_only_tools: Vec<String>,
+    /// `mcp_read_response_max_bytes`: this upstream's read budget, when it
+    /// differs from `[limits]`.
+    pub read_budget: Option<usize>,
+    /// `tool_read_budget`: per-tool read budgets, by the upstream's names.
+    pub tool_read_budgets: BTreeMap<String, usize>,
 }
 
 /// How sluice reaches an upstream.
@@ -149,6 +203,41 @@ struct RawConfig {
     upstream: Vec<RawUpstream>,
     #[serde(default)]
     catalog: RawCatalog,
+    #[serde(default)]
+    limits: RawLimits,
+    #[serde(default)]
+    redaction: RawRedaction,
+    #[serde(default)]
+    policy: RawPolicy,
+}
+
+#[derive(Debug, Deserialize, Default)]
+#[serde(deny_unknown_fields)]
+struct RawLimits {
+    mcp_read_response_max_bytes: Option<Spanned<i64>>,
+    transport_max_message_bytes: Option<Spanned<i64>>,
+}
+
+#[derive(Debug, Deserialize, Default)]
+#[serde(deny_unknown_fields)]
+struct RawRedaction {
+    secret_keys: Option<Vec<Spanned<String>>>,
+    secret_env: Option<Vec<Spanned<String>>>,
+}
+
+#[derive(Debug, Deserialize, Default)]
+#[serde(deny_unknown_fields)]
+struct RawPolicy {
+    #[serde(default)]
+    project: Vec<RawProject>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawProject {
+    tool: Spanned<String>,
+    keep: Option<Vec<Spanned<String>>>,
+    drop: Option<Vec<Spanned<String>>>,
 }
 
 #[derive(Debug, Deserialize, Default)]
@@ -186,6 +275,9 @@ struct RawUpstream {
     url: Option<Spanned<String>>,
     headers: Option<BTreeMap<String, Spanned<String>>>,
     trusted: Option<bool>,
+    read_only_tools: Option<Vec<String>>,
+    mcp_read_response_max_bytes: Option<Spanned<i64>>,
+    tool_read_budget: Option<BTreeMap<String, Spanned<i64>>>,
 }
 
 /// Collects diagnostics with locations resolved against one source.
@@ -225,11 +317,17 @@ impl Config {
         }
         check_names(&raw.upstream, server.as_ref(), &mut diags);
         let catalog = validate_catalog(&raw.catalog, &mut diags);
-        match (server, catalog) {
-            (Some(server), Some(catalog)) if diags.list.is_empty() => Ok(Config {
+        let limits = validate_limits(&raw.limits, &upstreams, &mut diags);
+        let redaction = validate_redaction(&raw.redaction, env, &mut diags);
+        let projections = validate_projections(&raw.policy, &mut diags);
+        match (server, catalog, limits) {
+            (Some(server), Some(catalog), Some(limits)) if diags.list.is_empty() => Ok(Config {
                 server,
                 upstreams,
                 catalog,
+                limits,
+                redaction,
+                projections,
             }),
             _ => Err(diags.list),
         }
@@ -297,6 +395,9 @@ impl Config {
                     name,
                     transport,
                     trusted: false,
+                    read_only_tools: Vec::new(),
+                    read_budget: None,
+                    tool_read_budgets: BTreeMap::new(),
                 });
             }
         }
@@ -305,6 +406,9 @@ impl Config {
         }
         Ok(Config {
             catalog: CatalogConfig::default(),
+            limits: LimitsConfig::default(),
+            redaction: RedactionConfig::default(),
+            projections: Vec::new(),
             server: ServerConfig::default(),
             upstreams,
         })
@@ -632,11 +736,151 @@ fn validate_upstream(
             return None;
         }
     };
+    let read_budget = match &raw.mcp_read_response_max_bytes {
+        None => None,
+        some => diags.integer(
+            some,
+            &format!("{key}.mcp_read_response_max_bytes"),
+            DEFAULT_READ_BUDGET,
+            (MIN_READ_BUDGET, MAX_READ_BUDGET),
+        ),
+    };
+    ok &= raw.mcp_read_response_max_bytes.is_none() || read_budget.is_some();
+    let mut tool_read_budgets = BTreeMap::new();
+    for (tool, budget) in raw.tool_read_budget.iter().flatten() {
+        match diags.integer(
+            &Some(budget.clone()),
+            &format!("{key}.tool_read_budget.{tool}"),
+            DEFAULT_READ_BUDGET,
+            (MIN_READ_BUDGET, MAX_READ_BUDGET),
+        ) {
+            Some(b) => {
+                tool_read_budgets.insert(tool.clone(), b);
+            }
+            None => ok = false,
+        }
+    }
     ok.then(|| UpstreamConfig {
         name: name.clone(),
         transport,
         trusted: raw.trusted.unwrap_or(false),
+        read_only_tools: raw.read_only_tools.clone().unwrap_or_default(),
+        read_budget,
+        tool_read_budgets,
     })
+}
+
+fn validate_limits(
+    raw: &RawLimits,
+    upstreams: &[UpstreamConfig],
+    diags: &mut Diagnostics<'_>,
+) -> Option<LimitsConfig> {
+    let d = LimitsConfig::default();
+    let read_budget = diags.integer(
+        &raw.mcp_read_response_max_bytes,
+        "limits.mcp_read_response_max_bytes",
+        d.read_budget,
+        (MIN_READ_BUDGET, MAX_READ_BUDGET),
+    )?;
+    let transport = diags.integer(
+        &raw.transport_max_message_bytes,
+        "limits.transport_max_message_bytes",
+        d.transport_max_message_bytes,
+        (MIN_READ_BUDGET, MAX_TRANSPORT_MESSAGE_BYTES),
+    )?;
+    // Every read budget must fit under the ceiling, or a read just under
+    // its budget could never be received whole.
+    let largest = upstreams
+        .iter()
+        .flat_map(|u| {
+            u.read_budget
+                .into_iter()
+                .chain(u.tool_read_budgets.values().copied())
+        })
+        .chain([read_budget])
+        .max()
+        .unwrap_or(read_budget);
+    if transport < largest {
+        let span = raw.transport_max_message_bytes.as_ref().map(Spanned::span);
+        diags.push(
+            span,
+            "limits.transport_max_message_bytes",
+            format!(
+                "{transport} is below the largest read budget ({largest}): it must be at least every mcp_read_response_max_bytes"
+            ),
+        );
+        return None;
+    }
+    Some(LimitsConfig {
+        read_budget,
+        transport_max_message_bytes: transport,
+    })
+}
+
+fn validate_redaction(
+    raw: &RawRedaction,
+    env: &dyn Fn(&str) -> Option<String>,
+    diags: &mut Diagnostics<'_>,
+) -> RedactionConfig {
+    let mut out = RedactionConfig::default();
+    if let Some(keys) = &raw.secret_keys {
+        out.secret_keys.clear();
+        for k in keys {
+            if k.get_ref().trim().is_empty() {
+                diags.push(
+                    Some(k.span()),
+                    "redaction.secret_keys",
+                    "an empty key name would match nothing; remove it".into(),
+                );
+            } else {
+                out.secret_keys.push(k.get_ref().clone());
+            }
+        }
+    }
+    for name in raw.secret_env.iter().flatten() {
+        out.secret_env.push(name.get_ref().clone());
+        // An unset variable holds no secret to hide: not an error.
+        if let Some(value) = env(name.get_ref()) {
+            out.secret_env_values.push(value);
+        }
+    }
+    out
+}
+
+fn validate_projections(raw: &RawPolicy, diags: &mut Diagnostics<'_>) -> Vec<ProjectionRule> {
+    let mut out = Vec::new();
+    for (i, rule) in raw.project.iter().enumerate() {
+        let key = format!("policy.project[{i}]");
+        let (paths, keep) = match (&rule.keep, &rule.drop) {
+            (Some(paths), None) => (paths, true),
+            (None, Some(paths)) => (paths, false),
+            _ => {
+                diags.push(
+                    Some(rule.tool.span()),
+                    &key,
+                    "needs exactly one of `keep` (the only paths returned) or `drop` (paths removed)".into(),
+                );
+                continue;
+            }
+        };
+        let field = if keep { "keep" } else { "drop" };
+        let mut parsed = Vec::new();
+        for path in paths {
+            match project::parse_path(path.get_ref()) {
+                Ok(steps) => parsed.push(steps),
+                Err(message) => diags.push(Some(path.span()), &format!("{key}.{field}"), message),
+            }
+        }
+        out.push(ProjectionRule {
+            tool: rule.tool.get_ref().clone(),
+            projection: if keep {
+                Projection::Keep(parsed)
+            } else {
+                Projection::Drop(parsed)
+            },
+        });
+    }
+    out
 }
 
 /// Upstream names are unique, and none contains the separator (which would
@@ -723,6 +967,72 @@ fn format_duration(d: Duration) -> String {
 
 // === impl ServerConfig ===
 
+impl Default for LimitsConfig {
+    fn default() -> Self {
+        LimitsConfig {
+            read_budget: DEFAULT_READ_BUDGET,
+            transport_max_message_bytes: DEFAULT_TRANSPORT_MESSAGE_BYTES,
+        }
+    }
+}
+
+impl Default for RedactionConfig {
+    fn default() -> Self {
+        RedactionConfig {
+            secret_keys: DEFAULT_SECRET_KEYS
+                .iter()
+                .map(|k| (*k).to_owned())
+                .collect(),
+            secret_env: Vec::new(),
+            secret_env_values: Vec::new(),
+        }
+    }
+}
+
+/// The values are secrets: only the names are shown.
+impl fmt::Debug for RedactionConfig {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("RedactionConfig")
+            .field("secret_keys", &self.secret_keys)
+            .field("secret_env", &self.secret_env)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Config {
+    /// Every exact value sluice knows is secret: the values of
+    /// `[redaction] secret_env`, and the upstream credentials it holds (`env`
+    /// entries and `headers` whose names name a secret, and the token part
+    /// of `Bearer`/`Basic` header values).
+    pub fn known_secrets(&self) -> Vec<String> {
+        // A credential is one whatever the configured key list says.
+        let keys: Vec<&str> = self
+            .redaction
+            .secret_keys
+            .iter()
+            .map(String::as_str)
+            .chain(DEFAULT_SECRET_KEYS.iter().copied())
+            .collect();
+        let mut out = self.redaction.secret_env_values.clone();
+        for up in &self.upstreams {
+            let (map, is_headers) = match &up.transport {
+                UpstreamTransport::Stdio { env, .. } => (env, false),
+                UpstreamTransport::Http { headers, .. } => (headers, true),
+            };
+            for (name, value) in map {
+                if !redact::names_secret(name, &keys) {
+                    continue;
+                }
+                out.push(value.clone());
+                if is_headers && let Some((_, token)) = value.split_once(' ') {
+                    out.push(token.trim().to_owned());
+                }
+            }
+        }
+        out
+    }
+}
+
 impl Default for CatalogConfig {
     fn default() -> Self {
         CatalogConfig {
@@ -758,6 +1068,9 @@ impl fmt::Debug for UpstreamConfig {
             .field("name", &self.name)
             .field("transport", &self.transport)
             .field("trusted", &self.trusted)
+            .field("read_only_tools", &self.read_only_tools)
+            .field("read_budget", &self.read_budget)
+            .field("tool_read_budgets", &self.tool_read_budgets)
             .finish()
     }
 }
@@ -1131,6 +1444,109 @@ max_items = 500
                 .any(|e| e.contains("catalog.read_timeout") && e.contains("out of range"))
         );
         assert!(errs.iter().any(|e| e.contains("catalog.lockfile")));
+    }
+
+    #[test]
+    fn limits_redaction_and_projections() {
+        let env = |k: &str| match k {
+            "GH_TOKEN" => Some("ghp_from_the_environment_123".to_owned()),
+            "REMOTE_TOKEN" => Some("remote-credential-42".to_owned()),
+            _ => None,
+        };
+        let text = r#"
+[limits]
+mcp_read_response_max_bytes = 65536
+transport_max_message_bytes = 4194304
+
+[redaction]
+secret_env = ["GH_TOKEN", "UNSET_ONE"]
+secret_keys = ["password", "pin"]
+
+[[upstream]]
+name = "files"
+command = "x"
+env = { DB_PASSWORD = "db-pass-1234", LOG_LEVEL = "debug" }
+read_only_tools = ["read_file"]
+mcp_read_response_max_bytes = 131072
+tool_read_budget = { read_file = 2097152 }
+
+[[upstream]]
+name = "remote"
+url = "http://127.0.0.1:1/mcp"
+headers = { Authorization = "Bearer ${REMOTE_TOKEN}" }
+
+[[policy.project]]
+tool = "files__stats"
+keep = ["$.summary", "$.rows[*].count"]
+"#;
+        let c = Config::from_toml(
+            Source {
+                name: "t.toml",
+                text,
+            },
+            &env,
+        )
+        .expect("valid");
+        assert_eq!(c.limits.read_budget, 65_536);
+        assert_eq!(c.limits.transport_max_message_bytes, 4_194_304);
+        assert_eq!(c.upstreams[0].read_budget, Some(131_072));
+        assert_eq!(c.upstreams[0].tool_read_budgets["read_file"], 2_097_152);
+        assert_eq!(c.upstreams[0].read_only_tools, vec!["read_file"]);
+        assert_eq!(c.redaction.secret_keys, vec!["password", "pin"]);
+        let mut secrets = c.known_secrets();
+        secrets.sort();
+        assert_eq!(
+            secrets,
+            vec![
+                "Bearer remote-credential-42",
+                "db-pass-1234",
+                "ghp_from_the_environment_123",
+                "remote-credential-42"
+            ]
+        );
+        assert!(!format!("{c:?}").contains("ghp_from_the_environment_123"));
+        assert_eq!(c.projections.len(), 1);
+        assert_eq!(c.projections[0].tool, "files__stats");
+        assert_eq!(parse("").expect("empty").limits, LimitsConfig::default());
+    }
+
+    #[test]
+    fn limits_are_checked_with_key_value_and_range() {
+        let errs = errors("[limits]\nmcp_read_response_max_bytes = 1000\n");
+        assert_eq!(errs.len(), 1, "{errs:?}");
+        assert!(
+            errs[0].contains(
+                "limits.mcp_read_response_max_bytes: 1000 is out of range: must be 65536 to 8388608"
+            ),
+            "{errs:?}"
+        );
+        let errs = errors(
+            "[limits]\nmcp_read_response_max_bytes = 2097152\ntransport_max_message_bytes = 1048576\n",
+        );
+        assert!(
+            errs.iter().any(|e| e.contains("limits.transport_max_message_bytes: 1048576 is below the largest read budget (2097152)")),
+            "{errs:?}"
+        );
+        let errs = errors(
+            "[[upstream]]\nname = \"a\"\ncommand = \"x\"\ntool_read_budget = { t = 9999999999 }\n",
+        );
+        assert!(
+            errs.iter()
+                .any(|e| e.contains("upstream[0].tool_read_budget.t: 9999999999 is out of range")),
+            "{errs:?}"
+        );
+        let errs = errors(
+            "[[policy.project]]\ntool = \"a__b\"\nkeep = [\"x\"]\n[[policy.project]]\ntool = \"a__c\"\n",
+        );
+        assert_eq!(errs.len(), 2, "{errs:?}");
+        assert!(
+            errs[0].contains("policy.project[0].keep") && errs[0].contains("starts with `$`"),
+            "{errs:?}"
+        );
+        assert!(
+            errs[1].contains("policy.project[1]: needs exactly one of `keep`"),
+            "{errs:?}"
+        );
     }
 
     #[test]

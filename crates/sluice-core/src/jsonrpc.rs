@@ -276,6 +276,106 @@ pub fn meta_mut(params: &mut Value) -> Option<&mut Map<String, Value>> {
         .as_object_mut()
 }
 
+/// The `id` of a JSON-RPC message from the first bytes of its text, for a
+/// message too large to read whole: its answer must still reach the request
+/// it belongs to. Finds a top-level `"id"` member before the prefix ends
+/// (serializers put it before `result`); `None` otherwise.
+pub fn peek_id(prefix: &[u8]) -> Option<Value> {
+    let mut p = Peek { s: prefix, i: 0 };
+    p.ws();
+    p.eat(b'{')?;
+    loop {
+        p.ws();
+        let key_start = p.i;
+        p.string()?;
+        let key = &prefix[key_start..p.i];
+        p.ws();
+        p.eat(b':')?;
+        p.ws();
+        let value_start = p.i;
+        p.value()?;
+        if key == b"\"id\"" {
+            return serde_json::from_slice(&prefix[value_start..p.i])
+                .ok()
+                .filter(|v: &Value| v.is_number() || v.is_string());
+        }
+        p.ws();
+        p.eat(b',')?;
+    }
+}
+
+/// A forward-only scanner over a possibly truncated JSON text.
+struct Peek<'a> {
+    s: &'a [u8],
+    i: usize,
+}
+
+impl Peek<'_> {
+    fn ws(&mut self) {
+        while self.s.get(self.i).is_some_and(u8::is_ascii_whitespace) {
+            self.i += 1;
+        }
+    }
+
+    fn eat(&mut self, b: u8) -> Option<()> {
+        (self.s.get(self.i) == Some(&b)).then(|| self.i += 1)
+    }
+
+    fn string(&mut self) -> Option<()> {
+        self.eat(b'"')?;
+        loop {
+            match self.s.get(self.i)? {
+                b'\\' => self.i += 2,
+                b'"' => {
+                    self.i += 1;
+                    return Some(());
+                }
+                _ => self.i += 1,
+            }
+        }
+    }
+
+    /// Skips one value; `None` when the text ends inside it.
+    fn value(&mut self) -> Option<()> {
+        match self.s.get(self.i)? {
+            b'"' => self.string(),
+            b'{' | b'[' => {
+                let mut depth = 0usize;
+                loop {
+                    match self.s.get(self.i)? {
+                        b'"' => {
+                            self.string()?;
+                            continue;
+                        }
+                        b'{' | b'[' => depth += 1,
+                        b'}' | b']' => {
+                            depth -= 1;
+                            if depth == 0 {
+                                self.i += 1;
+                                return Some(());
+                            }
+                        }
+                        _ => {}
+                    }
+                    self.i += 1;
+                }
+            }
+            _ => {
+                let start = self.i;
+                while self
+                    .s
+                    .get(self.i)
+                    .is_some_and(|b| !matches!(b, b',' | b'}' | b']') && !b.is_ascii_whitespace())
+                {
+                    self.i += 1;
+                }
+                // A scalar cut by the end of the prefix is not a value.
+                (self.i > start && self.i < self.s.len()).then_some(())
+            }
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -346,5 +446,30 @@ mod tests {
         assert_eq!(e.code, INTERNAL_ERROR);
         let e = RpcError::from_value(json!({"code": "x"}));
         assert_eq!(e.code, INTERNAL_ERROR);
+    }
+
+    #[test]
+    fn peek_id_finds_the_id_before_a_huge_result() {
+        let cases: [(&str, Option<Value>); 7] = [
+            (
+                r#"{"jsonrpc":"2.0","id":42,"result":{"content":[{"type":"text","text":"xxxx"#,
+                Some(json!(42)),
+            ),
+            (
+                r#"{ "jsonrpc" : "2.0", "id" : "a\"b", "result": "#,
+                Some(json!("a\"b")),
+            ),
+            (
+                r#"{"result":{"a":[1,{"id":7}],"s":"}"},"id":9,"jsonrpc":"2.0"}"#,
+                Some(json!(9)),
+            ),
+            (r#"{"jsonrpc":"2.0","result":{"content":"xxxxxxxx"#, None),
+            (r#"{"jsonrpc":"2.0","id":12"#, None),
+            (r#"{"jsonrpc":"2.0","id":null,"error":{}}"#, None),
+            (r#"not json"#, None),
+        ];
+        for (text, want) in cases {
+            assert_eq!(peek_id(text.as_bytes()), want, "{text}");
+        }
     }
 }

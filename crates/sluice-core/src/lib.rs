@@ -25,6 +25,8 @@
 //! - [`catalog`]: the federated catalog (merged lists and the routes back to
 //!   each upstream), entry definitions and digests, the lockfile of approved
 //!   definitions, and drift.
+//! - [`boundary`]: what may leave sluice: secret redaction, the read
+//!   budget with its fixed refusals, and operator projections.
 //! - [`request_state`]: the sealed `requestState` that lets a 2026-07-28
 //!   client answer a legacy upstream's mid-call questions (MRTR bridging).
 //!
@@ -45,6 +47,7 @@
 //! ```
 #![deny(missing_docs)]
 
+pub mod boundary;
 pub mod canonical;
 pub mod catalog;
 pub mod config;

@@ -6,6 +6,7 @@ use std::sync::{Arc, Mutex, PoisonError, RwLock};
 use std::time::Duration;
 
 use serde_json::{Value, json};
+use sluice_core::boundary::redact::{MIN_EXACT_SECRET, Redactor};
 use sluice_core::catalog::drift::{self, Approval, Diff, OnDrift};
 use sluice_core::catalog::lockfile::{LockedUpstream, Lockfile};
 use sluice_core::catalog::{Federation, UpstreamCatalog};
@@ -18,10 +19,6 @@ use tokio_util::task::TaskTracker;
 use crate::bridge::Bridge;
 use crate::upstream::{self, Settings, Upstream, UpstreamEvent, UpstreamStatus};
 
-/// The transport ceiling: no message larger than this is buffered from an
-/// upstream or a client (DESIGN decision 6).
-pub const TRANSPORT_MAX_MESSAGE_BYTES: usize = 16 * 1024 * 1024;
-
 /// sluice's name in `serverInfo` and `clientInfo`.
 pub const NAME: &str = "sluice";
 /// sluice's version, the crate version.
@@ -33,6 +30,8 @@ pub struct Gateway {
     pub(crate) bridge: Bridge,
     pub(crate) upstreams: Vec<Arc<Upstream>>,
     pub(crate) hub: Arc<Hub>,
+    /// The secret rules every answer goes through.
+    pub(crate) redactor: Redactor,
     shutdown: CancellationToken,
     tracker: TaskTracker,
 }
@@ -120,8 +119,20 @@ impl Gateway {
             ));
         }
         tracker.close();
+        let secrets = config.known_secrets();
+        let short = secrets
+            .iter()
+            .filter(|s| s.len() < MIN_EXACT_SECRET)
+            .count();
+        if short > 0 {
+            tracing::warn!(
+                "{short} configured secret value(s) are shorter than {MIN_EXACT_SECRET} characters and are not redacted by value (too likely to match ordinary text)"
+            );
+        }
+        let redactor = Redactor::new(secrets, &config.redaction.secret_keys);
         Arc::new(Gateway {
             bridge: Bridge::new(config.server.request_timeout),
+            redactor,
             config,
             upstreams,
             hub,
@@ -213,11 +224,7 @@ impl Gateway {
 
 /// What every upstream connection of this gateway shares.
 fn settings(config: &Config) -> Settings {
-    Settings::new(
-        config,
-        TRANSPORT_MAX_MESSAGE_BYTES,
-        json!({"name": NAME, "version": VERSION}),
-    )
+    Settings::new(config, json!({"name": NAME, "version": VERSION}))
 }
 
 /// Reads the catalog of each named upstream once (all at once), as

@@ -11,6 +11,7 @@
 //! | `-32004` | the upstream's connection was lost during the request          |
 //! | `-32005` | the upstream sent an answer that is not valid JSON-RPC         |
 //! | `-32006` | the gateway is shutting down                                   |
+//! | `-32007` | a mutation-capable call's answer exceeded the transport ceiling: its outcome could not be relayed |
 //! | `-32010` | the entry is withheld: it drifted from `sluice.lock` (`on_drift = "block"`) |
 //!
 //! Errors the upstream itself returns are passed through unchanged (apart
@@ -33,6 +34,8 @@ pub const UPSTREAM_LOST: i64 = -32004;
 pub const UPSTREAM_PROTOCOL: i64 = -32005;
 /// sluice is shutting down.
 pub const SHUTTING_DOWN: i64 = -32006;
+/// The upstream's answer exceeded the transport ceiling and was discarded.
+pub const ANSWER_TOO_LARGE: i64 = -32007;
 
 /// A call to an entry withheld because it drifted from `sluice.lock`.
 pub const DRIFT_BLOCKED: i64 = -32010;
@@ -99,6 +102,15 @@ pub enum UpstreamError {
         /// What was wrong, in fixed words.
         detail: &'static str,
     },
+    /// The answer was larger than the transport ceiling; it was discarded
+    /// unread (the router turns this into a refusal for a read).
+    #[error(
+        "upstream {upstream:?} answered with a message larger than transport_max_message_bytes; it was discarded, so the outcome of this call could not be relayed (it may have taken effect)"
+    )]
+    TooLarge {
+        /// The upstream's name.
+        upstream: String,
+    },
     /// The upstream answered with a JSON-RPC error.
     #[error("upstream error: {0}")]
     Rpc(RpcError),
@@ -119,6 +131,7 @@ impl UpstreamError {
             UpstreamError::Timeout { upstream, .. } => (UPSTREAM_TIMEOUT, upstream),
             UpstreamError::Lost { upstream } => (UPSTREAM_LOST, upstream),
             UpstreamError::Protocol { upstream, .. } => (UPSTREAM_PROTOCOL, upstream),
+            UpstreamError::TooLarge { upstream } => (ANSWER_TOO_LARGE, upstream),
         };
         RpcError::new(code, self.to_string()).with_data(json!({"upstream": upstream}))
     }

@@ -18,8 +18,12 @@ use tokio::sync::broadcast;
 
 use crate::bridge::{self, Flight, Question};
 use crate::downstream::{ClientSession, RequestCtx};
+use sluice_core::boundary::Boundary;
+use sluice_core::boundary::budget::{self, Surface};
+
 use crate::gateway::{ClientEvent, Gateway};
 use crate::rescue;
+use crate::rescue::UpstreamError;
 use crate::upstream::{Related, Upstream};
 
 /// Caching hints on what sluice serves from its own catalog: the catalog is
@@ -175,8 +179,52 @@ impl Gateway {
             obj.insert("name".into(), route.name.clone().into());
         }
         let upstream = self.upstream_named(&route.upstream)?;
-        self.forward(ctx, upstream, method, &client_params, params)
+        let exposed = client_params
+            .get("name")
+            .and_then(Value::as_str)
+            .unwrap_or_default();
+        let boundary = match kind {
+            ListKind::Tools => self.tool_boundary(upstream, exposed, &route.name),
+            _ => self.boundary(upstream, Surface::Prompt, true),
+        };
+        self.forward(ctx, upstream, method, &client_params, params, &boundary)
             .await
+    }
+
+    /// What a client's answer from `upstream` goes through: redaction
+    /// always; the read budget when `read`.
+    fn boundary<'a>(&'a self, upstream: &Upstream, surface: Surface, read: bool) -> Boundary<'a> {
+        Boundary {
+            redactor: &self.redactor,
+            limit: upstream
+                .config
+                .read_budget
+                .unwrap_or(self.config.limits.read_budget),
+            surface,
+            read,
+            projection: None,
+        }
+    }
+
+    /// A tool call's boundary: a read only for a read-only tool (its
+    /// approved definition says so and its upstream is trusted, or the
+    /// config lists it), with its own budget and projection if configured.
+    fn tool_boundary<'a>(&'a self, upstream: &Upstream, exposed: &str, name: &str) -> Boundary<'a> {
+        let up = &upstream.config;
+        let fed = self.federation();
+        let listed = up.read_only_tools.iter().any(|t| t == name);
+        let read = budget::is_read_only(fed.tool(exposed), up.trusted, listed);
+        let mut boundary = self.boundary(upstream, Surface::Tool, read);
+        if let Some(limit) = up.tool_read_budgets.get(name) {
+            boundary.limit = *limit;
+        }
+        boundary.projection = self
+            .config
+            .projections
+            .iter()
+            .find(|p| p.tool == exposed)
+            .map(|p| &p.projection);
+        boundary
     }
 
     async fn read_resource(&self, ctx: &RequestCtx, params: Value) -> Result<Value, RpcError> {
@@ -186,8 +234,16 @@ impl Gateway {
             ));
         };
         let upstream = self.resource_owner(uri)?;
-        self.forward(ctx, upstream, "resources/read", &params.clone(), params)
-            .await
+        let boundary = self.boundary(upstream, Surface::Resource, true);
+        self.forward(
+            ctx,
+            upstream,
+            "resources/read",
+            &params.clone(),
+            params,
+            &boundary,
+        )
+        .await
     }
 
     async fn subscribe_resource(
@@ -229,8 +285,9 @@ impl Gateway {
         if !self.hub.acquire_subscription(name, &uri) {
             return Ok(json!({}));
         }
+        let boundary = self.boundary(upstream, Surface::Resource, false);
         let result = self
-            .forward(ctx, upstream, method, &params.clone(), params)
+            .forward(ctx, upstream, method, &params.clone(), params, &boundary)
             .await;
         // Undo what this request did if it failed, or if the session ended
         // meanwhile (its subscriptions were already released without this
@@ -349,12 +406,14 @@ impl Gateway {
                 ));
             }
         };
+        let boundary = self.boundary(upstream, Surface::Prompt, false);
         self.forward(
             ctx,
             upstream,
             "completion/complete",
             &params.clone(),
             params,
+            &boundary,
         )
         .await
     }
@@ -465,6 +524,7 @@ impl Gateway {
         method: &str,
         client_params: &Value,
         mut params: Value,
+        boundary: &Boundary<'_>,
     ) -> Result<Value, RpcError> {
         let conn = if self.bridge.is_resumption(ctx, method, &params) {
             None
@@ -483,7 +543,9 @@ impl Gateway {
                     self.param_headers(ctx, method, client_params, &params),
                 ),
             };
-            let result = self.drive(ctx, method, client_params, flight).await?;
+            let result = self
+                .drive(ctx, method, client_params, flight, boundary)
+                .await?;
             // A modern upstream asking a legacy client something: ask it
             // directly, then retry with its answers (MRTR, the other way).
             let input_required =
@@ -595,6 +657,7 @@ impl Gateway {
         call: &str,
         params: &Value,
         mut flight: Flight,
+        boundary: &Boundary<'_>,
     ) -> Result<Value, RpcError> {
         let may_park = ctx.era == Era::Modern && bridge::bridgeable(call);
         let token = params.pointer("/_meta/progressToken").cloned();
@@ -621,19 +684,52 @@ impl Gateway {
                             other => self.relay(ctx, other, token.as_ref()).await,
                         }
                     }
-                    return Ok(self.bridge.park(call, params, flight, questions));
+                    let asking = self.bridge.park(call, params, flight, questions);
+                    return self.bounded(boundary, Ok(asking));
                 }
                 outcome = &mut flight.done => {
                     while let Ok(item) = flight.related.try_recv() {
                         self.relay(ctx, item, token.as_ref()).await;
                     }
                     return match outcome {
-                        Ok(outcome) => outcome.map_err(|e| e.to_rpc()),
+                        Ok(outcome) => self.bounded(boundary, outcome),
                         Err(_) => Err(RpcError::new(jsonrpc::INTERNAL_ERROR, "the forwarded call ended without an answer")),
                     };
                 }
             }
         }
+    }
+
+    /// An upstream's answer through the boundary: redacted, measured when a
+    /// read, refused whole when too large.
+    fn bounded(
+        &self,
+        boundary: &Boundary<'_>,
+        outcome: Result<Value, UpstreamError>,
+    ) -> Result<Value, RpcError> {
+        let (answer, redactions) = match outcome {
+            Ok(result) => boundary.result(result),
+            Err(UpstreamError::Rpc(error)) => {
+                let (error, counts) = boundary.error(error);
+                (Err(error), counts)
+            }
+            Err(too_large @ UpstreamError::TooLarge { .. }) => {
+                let answer = boundary
+                    .oversized()
+                    .unwrap_or_else(|| Err(too_large.to_rpc()));
+                (answer, Default::default())
+            }
+            Err(other) => (Err(other.to_rpc()), Default::default()),
+        };
+        if redactions.total() > 0 {
+            tracing::debug!(
+                exact = redactions.exact,
+                key = redactions.key,
+                pattern = redactions.pattern,
+                "secrets redacted from an answer"
+            );
+        }
+        answer
     }
 
     /// Relays one related message to the client; progress carries the

@@ -4,6 +4,7 @@
 use serde_json::{Value, json};
 
 use crate::CursorMode;
+use crate::bulk;
 use crate::protocol::RpcError;
 
 /// The `lossless` tool's definition, kept as raw JSON: besides the standard fields it carries
@@ -92,6 +93,36 @@ fn fixed_tools() -> Vec<Value> {
                 "required": ["region"]
             }
         }),
+        // Read budget and redaction (see `tools::call` and `bulk`).
+        json!({
+            "name": "read_big",
+            "description": "Read-only `big`: returns one text block of exactly `bytes` 'x' characters.",
+            "inputSchema": schema(&[("bytes", "integer")]),
+            "annotations": {"readOnlyHint": true}
+        }),
+        json!({
+            "name": "reflect",
+            "description": "Read-only; sends back what it is given, to pass any data through a gateway (all arguments optional; `isError` is never set). `text`: a text block with that text. `structured` (any JSON): returned unchanged as `structuredContent`, and also serialized as a text block (after the `text` block). `image_bytes`: an image block (mimeType image/png) whose base64 `data` decodes to exactly that many bytes (the first bytes of the PNG signature, then byte i = i mod 251). `error`: instead of a result, a JSON-RPC error -32603 with that message. A wrongly typed argument is a JSON-RPC error -32602.",
+            "inputSchema": {"type": "object", "properties": {
+                "text": {"type": "string"},
+                "structured": {},
+                "image_bytes": {"type": "integer", "minimum": 0},
+                "error": {"type": "string"}
+            }},
+            "annotations": {"readOnlyHint": true}
+        }),
+        json!({
+            "name": "huge_read",
+            "description": "Read-only; returns one text block of `bytes` 'x' characters, written out in 64 KiB chunks as it is produced and never built whole in memory (100 MB is fine). Stops quietly if the client stops reading.",
+            "inputSchema": schema(&[("bytes", "integer")]),
+            "annotations": {"readOnlyHint": true}
+        }),
+        json!({
+            "name": "huge_write",
+            "description": "Destructive (not read-only) twin of `huge_read`: returns one text block of `bytes` 'x' characters, written out in 64 KiB chunks as it is produced and never built whole in memory (100 MB is fine). Stops quietly if the client stops reading.",
+            "inputSchema": schema(&[("bytes", "integer")]),
+            "annotations": {"destructiveHint": true, "readOnlyHint": false}
+        }),
     ]
 }
 
@@ -139,26 +170,79 @@ pub fn all_resources(n: usize) -> Vec<Value> {
         .collect()
 }
 
-/// The single resource template.
+/// The resource templates: `fixture://item/{id}`, then `fixture://big/{bytes}`.
 pub fn all_templates() -> Vec<Value> {
-    vec![json!({
-        "uriTemplate": "fixture://item/{id}",
-        "name": "item",
-        "description": "Any item id; reads as \"item {id}\".",
-        "mimeType": "text/plain"
-    })]
+    vec![
+        json!({
+            "uriTemplate": "fixture://item/{id}",
+            "name": "item",
+            "description": "Any item id; reads as \"item {id}\".",
+            "mimeType": "text/plain"
+        }),
+        json!({
+            "uriTemplate": "fixture://big/{bytes}",
+            "name": "big",
+            "description": "Reads as one text content of exactly `bytes` 'x' characters (`bytes` in plain decimal: no sign, no leading zeros).",
+            "mimeType": "text/plain"
+        }),
+    ]
 }
 
-/// The single prompt.
+/// The prompts: `greet`, then `big_prompt`.
 pub fn all_prompts() -> Vec<Value> {
-    vec![json!({
-        "name": "greet",
-        "description": "Greets someone by name.",
-        "arguments": [{"name": "name", "description": "Who to greet", "required": true}]
-    })]
+    vec![
+        json!({
+            "name": "greet",
+            "description": "Greets someone by name.",
+            "arguments": [{"name": "name", "description": "Who to greet", "required": true}]
+        }),
+        json!({
+            "name": "big_prompt",
+            "description": "One user message whose text is exactly `bytes` 'x' characters.",
+            "arguments": [{"name": "bytes", "description": "How many 'x' characters (a decimal string, or an integer)", "required": true}]
+        }),
+    ]
 }
 
-/// Text of a readable resource URI (`fixture://res/NNNN` within range, or `fixture://item/ID`).
+/// `prompts/get`: the prompt `name` rendered with `args` (without era shaping). Unknown
+/// prompts and missing or invalid arguments are `-32602`.
+///
+/// - `greet` (`name`): one user message "Hello, {name}".
+/// - `big_prompt` (`bytes`): one user message of exactly `bytes` 'x' characters. Prompt
+///   arguments are strings in MCP, so `bytes` is a decimal string; a JSON integer is accepted
+///   too.
+pub fn get_prompt(name: &str, args: &Value) -> Result<Value, RpcError> {
+    let missing = |arg: &str| RpcError::invalid_params(format!("Missing required argument: {arg}"));
+    let message = |text: String| json!({"role": "user", "content": {"type": "text", "text": text}});
+    match name {
+        "greet" => {
+            let who = args
+                .get("name")
+                .and_then(Value::as_str)
+                .ok_or_else(|| missing("name"))?;
+            Ok(json!({"description": "A greeting", "messages": [message(format!("Hello, {who}"))]}))
+        }
+        "big_prompt" => {
+            let bytes = match args.get("bytes") {
+                None | Some(Value::Null) => return Err(missing("bytes")),
+                Some(Value::String(s)) => s.trim().parse::<u64>().ok(),
+                Some(v) => v.as_u64(),
+            }
+            .ok_or_else(|| {
+                RpcError::invalid_params("Argument `bytes` must be a non-negative integer")
+            })?;
+            let text = bulk::xs_string(bytes)
+                .ok_or_else(|| RpcError::invalid_params("Argument `bytes` is too large"))?;
+            Ok(
+                json!({"description": format!("{bytes} 'x' characters"), "messages": [message(text)]}),
+            )
+        }
+        _ => Err(RpcError::invalid_params(format!("Unknown prompt: {name}"))),
+    }
+}
+
+/// Text of a readable resource URI (`fixture://res/NNNN` within range, `fixture://item/ID`, or
+/// `fixture://big/N`: N 'x' characters, N in plain decimal).
 pub fn read_resource(uri: &str, resources: usize) -> Option<String> {
     if let Some(rest) = uri.strip_prefix("fixture://res/") {
         let i: usize = rest.parse().ok()?;
@@ -166,6 +250,12 @@ pub fn read_resource(uri: &str, resources: usize) -> Option<String> {
     }
     if let Some(id) = uri.strip_prefix("fixture://item/") {
         return (!id.is_empty()).then(|| format!("item {id}"));
+    }
+    if let Some(rest) = uri.strip_prefix("fixture://big/") {
+        let n: u64 = rest.parse().ok()?;
+        return (n.to_string() == rest)
+            .then(|| bulk::xs_string(n))
+            .flatten();
     }
     None
 }
@@ -289,6 +379,10 @@ mod tests {
             "big",
             "slow",
             "header_echo",
+            "read_big",
+            "reflect",
+            "huge_read",
+            "huge_write",
             "gen_0000",
             "gen_0001",
             "added_0",
@@ -401,5 +495,85 @@ mod tests {
             Some("item abc")
         );
         assert_eq!(read_resource("file:///etc/passwd", 3), None);
+    }
+
+    #[test]
+    fn big_template_reads_exactly_n_xs() {
+        let templates = all_templates();
+        let uris: Vec<&str> = templates
+            .iter()
+            .map(|t| t["uriTemplate"].as_str().unwrap())
+            .collect();
+        assert_eq!(uris, ["fixture://item/{id}", "fixture://big/{bytes}"]);
+        for n in [0, 1, 65_536, 200_001] {
+            let text = read_resource(&format!("fixture://big/{n}"), 0).unwrap();
+            assert_eq!(text.len(), n);
+            assert!(text.bytes().all(|b| b == b'x'));
+        }
+        for bad in ["", "-1", "+1", "007", "1e3", "x", "99999999999999999999999"] {
+            assert_eq!(
+                read_resource(&format!("fixture://big/{bad}"), 0),
+                None,
+                "{bad}"
+            );
+        }
+    }
+
+    #[test]
+    fn prompts_greet_and_big() {
+        let names: Vec<Value> = all_prompts().iter().map(|p| p["name"].clone()).collect();
+        assert_eq!(names, [json!("greet"), json!("big_prompt")]);
+        let text = |r: &Value| {
+            r["messages"][0]["content"]["text"]
+                .as_str()
+                .unwrap()
+                .to_owned()
+        };
+        let greet = get_prompt("greet", &json!({"name": "Ada"})).unwrap();
+        assert_eq!(text(&greet), "Hello, Ada");
+        for args in [json!({"bytes": "70000"}), json!({"bytes": 70_000})] {
+            let big = get_prompt("big_prompt", &args).unwrap();
+            let messages = big["messages"].as_array().unwrap();
+            assert_eq!(messages.len(), 1);
+            assert_eq!(messages[0]["role"], "user");
+            assert_eq!(messages[0]["content"]["type"], "text");
+            let t = text(&big);
+            assert_eq!(t.len(), 70_000);
+            assert!(t.bytes().all(|b| b == b'x'));
+        }
+        assert_eq!(
+            text(&get_prompt("big_prompt", &json!({"bytes": "0"})).unwrap()),
+            ""
+        );
+        for bad in [
+            json!({}),
+            json!({"bytes": "-1"}),
+            json!({"bytes": "ten"}),
+            json!({"bytes": 1.5}),
+        ] {
+            let err = get_prompt("big_prompt", &bad).err().unwrap();
+            assert_eq!(err.code, -32602, "{bad}");
+        }
+        assert_eq!(get_prompt("nope", &json!({})).err().unwrap().code, -32602);
+    }
+
+    #[test]
+    fn read_budget_tools_are_annotated() {
+        let tools = all_tools(0, 0);
+        assert_eq!(tools.len(), 15);
+        let annotations = |name: &str| {
+            let tool = tools.iter().find(|t| t["name"] == name).unwrap();
+            tool.get("annotations").cloned()
+        };
+        let read_only = json!({"readOnlyHint": true});
+        for name in ["read_big", "reflect", "huge_read"] {
+            assert_eq!(annotations(name).as_ref(), Some(&read_only), "{name}");
+        }
+        let destructive = annotations("huge_write").unwrap();
+        assert_eq!(
+            destructive.to_string(),
+            r#"{"destructiveHint":true,"readOnlyHint":false}"#
+        );
+        assert_eq!(annotations("big"), None, "big stays mutation-capable");
     }
 }

@@ -6,6 +6,9 @@
 //!   response. Closing the response stream cancels the work (2026 semantics). A
 //!   `subscriptions/listen` is always `text/event-stream`: its acknowledgement and change
 //!   notifications are events on it, and it stays open until the client closes it.
+//! - The answer of `huge_read` / `huge_write` (both eras) is produced and written in 64 KiB
+//!   chunks as the connection takes them (a chunked `application/json` body, or one SSE event if
+//!   progress was asked for); a client that goes away stops it.
 //! - Modern `tools/call` of `header_echo` must mirror its `x-mcp-header` arguments in
 //!   `Mcp-Param-*` headers (SEP-2243), else 400 + -32020 (see `tools::check_param_headers`).
 //!   Every request (both eras) hands the names of its `Mcp-Param-*` headers to the tools.
@@ -35,9 +38,11 @@ use axum::extract::{DefaultBodyLimit, State};
 use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use axum::routing::post;
+use futures::StreamExt;
 use serde_json::Value;
 use tokio::sync::{mpsc, watch};
 
+use crate::bulk::ReplyText;
 use crate::peer::{AbortOnDrop, Out, Peer, lock};
 use crate::protocol::{
     Era, Fixture, Kind, META_PROTOCOL_VERSION, ReqCtx, RpcError, classify, error_response, meta,
@@ -135,15 +140,28 @@ fn status_only(status: StatusCode) -> Response {
     status.into_response()
 }
 
-/// One SSE event for an outgoing item, and whether it ends the stream.
-fn sse_event(item: Out) -> (String, bool) {
+/// One SSE event for an outgoing item, and whether it ends the stream. A bulk response stays
+/// bulk (one `data:` line written in chunks: the JSON has no newline).
+fn sse_event(item: Out) -> (ReplyText, bool) {
     match item {
-        Out::Msg(v) => (format!("event: message\ndata: {v}\n\n"), false),
-        Out::Response(r) => (format!("event: message\ndata: {}\n\n", r.text), true),
+        Out::Msg(v) => (
+            ReplyText::Whole(format!("event: message\ndata: {v}\n\n")),
+            false,
+        ),
+        Out::Response(r) => (r.text.wrap("event: message\ndata: ", "\n\n"), true),
         // Deliberately not JSON; still framed as an SSE event so the stream stays parseable.
-        Out::Raw(s) => (format!("data: {s}\n\n"), false),
+        Out::Raw(s) => (ReplyText::Whole(format!("data: {s}\n\n")), false),
         Out::Exit(code) => std::process::exit(code),
     }
+}
+
+/// A body that is `text` written in its chunks, produced as the connection takes them: a bulk
+/// response is never whole in memory, and production stops when the client goes away (hyper
+/// drops the body).
+fn chunked_body(text: ReplyText) -> Body {
+    Body::from_stream(futures::stream::iter(
+        text.chunks().map(Ok::<_, Infallible>),
+    ))
 }
 
 /// A `text/event-stream` response carrying `first` (if any) and then whatever arrives on `rx`,
@@ -176,8 +194,9 @@ fn sse_response(
         };
         let (event, end) = sse_event(item);
         st.done = end;
-        Some((Ok::<_, Infallible>(event), st))
-    });
+        Some((event, st))
+    })
+    .flat_map(|event| futures::stream::iter(event.chunks().map(Ok::<_, Infallible>)));
     event_stream(Body::from_stream(stream))
 }
 
@@ -235,7 +254,9 @@ fn answer_polled(
         // Ends when the response is buffered or the work is gone (every sender dropped).
         while let Some(item) = rx.recv().await {
             n += 1;
+            // Built whole: only `slow` and `progress` are polled, and they are small.
             let (event, end) = sse_event(item);
+            let event = event.into_string();
             polled.buf.send_modify(|b| {
                 b.events.push(format!("id: {prefix}-{n}\n{event}"));
                 b.done = end;
@@ -324,7 +345,19 @@ async fn answer(
                     (Era::Modern, Some(-32021)) => StatusCode::BAD_REQUEST,
                     _ => StatusCode::OK,
                 };
-                json_text_response(status, r.text)
+                match r.text {
+                    ReplyText::Whole(text) => json_text_response(status, text),
+                    // Streamed as it is produced (huge_read, huge_write).
+                    bulk => {
+                        let mut resp = Response::new(chunked_body(bulk));
+                        *resp.status_mut() = status;
+                        resp.headers_mut().insert(
+                            header::CONTENT_TYPE,
+                            HeaderValue::from_static("application/json"),
+                        );
+                        resp
+                    }
+                }
             }
             Some(Out::Exit(code)) => std::process::exit(code),
             Some(first) => sse_response(Some(first), rx, guard),

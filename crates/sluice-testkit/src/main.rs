@@ -13,9 +13,15 @@
 //! `catalog` holds the tools/resources/prompts and pagination; `tools` implements `tools/call`;
 //! `listen` implements the 2026 `subscriptions/listen` change notifications; `resource_subs` the
 //! legacy `resources/subscribe` (and its unlisted observation resources); `peer` is
-//! per-connection state (cancellation, server→client requests); `stdio` and `http` are the
-//! transports.
+//! per-connection state (cancellation, server→client requests); `bulk` produces large payloads
+//! (streamed in chunks for `huge_read` / `huge_write`); `stdio` and `http` are the transports.
+//!
+//! For read-budget and redaction tests of a gateway: `read_big` (read-only `big`), `reflect`
+//! (sends back any text, structured content, image size or JSON-RPC error it is asked for),
+//! `huge_read` / `huge_write` (answers of any size streamed in 64 KiB chunks), the resource
+//! template `fixture://big/{bytes}` and the prompt `big_prompt`.
 
+mod bulk;
 mod catalog;
 mod http;
 mod listen;

@@ -13,6 +13,8 @@ use serde_json::{Value, json};
 use tokio::sync::{mpsc, oneshot};
 use tokio::task::{AbortHandle, JoinHandle};
 
+use crate::bulk::ReplyText;
+
 /// Something the fixture writes towards the client.
 #[derive(Debug)]
 pub enum Out {
@@ -27,11 +29,12 @@ pub enum Out {
 }
 
 /// A serialized final JSON-RPC response. It is text, not a `Value`, because some results are
-/// spliced in verbatim (see `tools::LOSSLESS_RESULT`).
+/// spliced in verbatim (see `tools::LOSSLESS_RESULT`), and some are too big to be built whole
+/// (`huge_read`, `huge_write`: see [`ReplyText::Bulk`]).
 #[derive(Debug)]
 pub struct Reply {
     /// The whole response message, one line of JSON.
-    pub text: String,
+    pub text: ReplyText,
     /// The JSON-RPC error code, if it is an error response.
     pub error_code: Option<i64>,
 }

@@ -7,6 +7,7 @@ use std::sync::{Arc, Mutex, PoisonError};
 
 use serde_json::{Map, Value, json};
 
+use crate::bulk::{Bulk, ReplyText};
 use crate::catalog;
 use crate::listen::Subscriptions;
 use crate::peer::{Out, OutTx, Peer, Reply};
@@ -90,6 +91,9 @@ pub enum Payload {
     /// `arbitrary_precision`) rewrites exponents (`1e400` → `1e+400`), so results that must
     /// keep every byte are kept as text.
     Raw(String),
+    /// Raw JSON text of an object too big to build whole (`huge_read`, `huge_write`): written
+    /// out in chunks as it is produced.
+    Bulk(Bulk),
 }
 
 impl From<Value> for Payload {
@@ -305,15 +309,22 @@ impl Fixture {
         };
         Some(match result {
             Ok(Payload::Json(r)) => Reply {
-                text: response(&id, r).to_string(),
+                text: ReplyText::Whole(response(&id, r).to_string()),
                 error_code: None,
             },
             Ok(Payload::Raw(raw)) => Reply {
-                text: format!(r#"{{"jsonrpc":"2.0","id":{id},"result":{raw}}}"#),
+                text: ReplyText::Whole(format!(r#"{{"jsonrpc":"2.0","id":{id},"result":{raw}}}"#)),
+                error_code: None,
+            },
+            // `id` before `result`, like the others: a reader can route it before the bulk.
+            Ok(Payload::Bulk(bulk)) => Reply {
+                text: ReplyText::Bulk(
+                    bulk.wrap(&format!(r#"{{"jsonrpc":"2.0","id":{id},"result":"#), "}"),
+                ),
                 error_code: None,
             },
             Err(e) => Reply {
-                text: error_response(&id, &e).to_string(),
+                text: ReplyText::Whole(error_response(&id, &e).to_string()),
                 error_code: Some(e.code),
             },
         })
@@ -469,21 +480,9 @@ impl Fixture {
             }
             "prompts/get" => {
                 let name = params.get("name").and_then(Value::as_str).unwrap_or("");
-                if name != "greet" {
-                    return Err(RpcError::invalid_params(format!("Unknown prompt: {name}")));
-                }
-                let who = params
-                    .get("arguments")
-                    .and_then(|a| a.get("name"))
-                    .and_then(Value::as_str)
-                    .ok_or_else(|| RpcError::invalid_params("Missing required argument: name"))?;
-                Ok(complete(
-                    json!({
-                        "description": "A greeting",
-                        "messages": [{"role": "user", "content": {"type": "text", "text": format!("Hello, {who}")}}]
-                    }),
-                    era,
-                ))
+                let empty = json!({});
+                let args = params.get("arguments").unwrap_or(&empty);
+                Ok(complete(catalog::get_prompt(name, args)?, era))
             }
             m => Err(RpcError::method_not_found(m)),
         }
@@ -526,19 +525,27 @@ pub fn complete(mut result: Value, era: Era) -> Value {
     result
 }
 
-/// [`complete`] for a [`Payload`]: raw text gets `"resultType":"complete"` spliced in before
-/// its closing brace.
+/// [`complete`] for a [`Payload`]: raw text (and a bulk result's tail) gets
+/// `"resultType":"complete"` spliced in before its closing brace.
 pub fn complete_payload(payload: Payload, era: Era) -> Payload {
     match payload {
         Payload::Json(v) => Payload::Json(complete(v, era)),
-        Payload::Raw(raw) if era == Era::Modern => {
-            let body = raw.trim_end();
-            let body = body.strip_suffix('}').unwrap_or(body).trim_end();
-            let sep = if body.ends_with('{') { "" } else { "," };
-            Payload::Raw(format!(r#"{body}{sep}"resultType":"complete"}}"#))
+        Payload::Raw(raw) if era == Era::Modern => Payload::Raw(splice_result_type(&raw)),
+        Payload::Bulk(mut bulk) if era == Era::Modern => {
+            bulk.tail = splice_result_type(&bulk.tail);
+            Payload::Bulk(bulk)
         }
-        raw => raw,
+        other => other,
     }
+}
+
+/// `raw` (JSON text ending with an object's closing brace) with `"resultType":"complete"` as
+/// the object's last member.
+fn splice_result_type(raw: &str) -> String {
+    let body = raw.trim_end();
+    let body = body.strip_suffix('}').unwrap_or(body).trim_end();
+    let sep = if body.ends_with('{') { "" } else { "," };
+    format!(r#"{body}{sep}"resultType":"complete"}}"#)
 }
 
 /// Like [`complete`], plus the caching hints `ttlMs: 0, cacheScope: "public"`.
@@ -619,6 +626,43 @@ mod tests {
     }
 
     #[test]
+    fn bulk_payload_gets_result_type_in_its_tail() {
+        let bulk = || Payload::Bulk(Bulk::text_result(3));
+        let Payload::Bulk(modern) = complete_payload(bulk(), Era::Modern) else {
+            panic!("not bulk")
+        };
+        assert_eq!(
+            ReplyText::Bulk(modern).into_string(),
+            r#"{"content":[{"type":"text","text":"xxx"}],"resultType":"complete"}"#
+        );
+        let Payload::Bulk(legacy) = complete_payload(bulk(), Era::Legacy) else {
+            panic!("not bulk")
+        };
+        assert_eq!(legacy, Bulk::text_result(3));
+    }
+
+    #[tokio::test]
+    async fn bulk_response_puts_the_id_first() {
+        let fx = Arc::new(fixture(&[]));
+        let (tx, _rx) = tokio::sync::mpsc::unbounded_channel();
+        let ctx = ReqCtx {
+            era: Era::Legacy,
+            out: tx,
+            peer: None,
+            tracker: None,
+            param_headers: Vec::new(),
+        };
+        let msg = json!({"jsonrpc": "2.0", "id": "a", "method": "tools/call",
+                         "params": {"name": "huge_write", "arguments": {"bytes": 2}}});
+        let reply = fx.handle(msg, ctx).await.unwrap();
+        assert!(matches!(reply.text, ReplyText::Bulk(_)));
+        assert_eq!(
+            reply.text.into_string(),
+            r#"{"jsonrpc":"2.0","id":"a","result":{"content":[{"type":"text","text":"xx"}]}}"#
+        );
+    }
+
+    #[test]
     fn serde_json_rewrites_exponents() {
         // Why `Payload::Raw` exists: even with arbitrary_precision, `1e400` does not survive.
         let v: Value = serde_json::from_str(r#"{"x":1e400,"y":1.50,"z":-0}"#).unwrap();
@@ -690,7 +734,7 @@ mod tests {
         }
         // A page beyond the list never fails: the walk just ends.
         let fx = fixture(&["--page-size", "3", "--fail-page", "9"]);
-        assert!(matches!(walk(&fx, 10), (pages, End::Last) if pages.len() == 4));
+        assert!(matches!(walk(&fx, 10), (pages, End::Last) if pages.len() == 5));
     }
 
     #[test]
@@ -723,20 +767,21 @@ mod tests {
         let (pages, end) = walk(&fx, 10);
         assert!(matches!(end, End::Last));
         let names = tool_names(&pages);
-        assert_eq!(names.len(), 12, "11 tools + the duplicate");
+        assert_eq!(names.len(), 16, "15 tools + the duplicate");
         assert_eq!(names.iter().filter(|n| **n == "echo").count(), 2);
-        assert_eq!(pages[2].items.last(), pages[0].items.first());
+        assert_eq!(pages.len(), 4);
+        assert_eq!(pages[3].items.last(), pages[0].items.first());
 
         let fx = fixture(&["--duplicate-tool"]);
         let (pages, _) = walk(&fx, 10);
         let names = tool_names(&pages);
-        assert_eq!((pages.len(), names.len()), (1, 12));
-        assert_eq!((names[0], names[11]), ("echo", "echo"));
+        assert_eq!((pages.len(), names.len()), (1, 16));
+        assert_eq!((names[0], names[15]), ("echo", "echo"));
 
         let (pages, _) = walk(&fixture(&[]), 10);
         assert_eq!(
             tool_names(&pages).len(),
-            11,
+            15,
             "no duplicate without the flag"
         );
     }

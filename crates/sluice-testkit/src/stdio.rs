@@ -12,6 +12,7 @@ use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader, BufWriter};
 use tokio::sync::mpsc;
 
 use crate::StartMode;
+use crate::bulk::ReplyText;
 use crate::peer::{Out, Peer};
 use crate::protocol::{
     Era, Fixture, Kind, ReqCtx, RpcError, classify, error_response, spawn_request,
@@ -99,24 +100,29 @@ pub async fn run(fx: Arc<Fixture>) -> io::Result<()> {
     std::future::pending().await
 }
 
-/// Owns stdout: writes each message as one line, flushing whenever the queue runs dry.
-/// `Out::Exit` flushes and exits the process; a broken stdout exits quietly.
+/// Owns stdout: writes each message as one line, flushing whenever the queue runs dry. A bulk
+/// response (`huge_read`, `huge_write`) is written chunk by chunk as it is produced, so it never
+/// sits whole in memory; other messages wait until its line is complete.
+/// `Out::Exit` flushes and exits the process; a broken stdout (the client stopped reading)
+/// exits quietly.
 async fn write_loop(mut rx: mpsc::UnboundedReceiver<Out>) {
     let mut out = BufWriter::new(tokio::io::stdout());
     while let Some(first) = rx.recv().await {
         let mut next = Some(first);
         while let Some(item) = next {
             let line = match item {
-                Out::Msg(v) => v.to_string(),
+                Out::Msg(v) => ReplyText::Whole(v.to_string()),
                 Out::Response(r) => r.text,
-                Out::Raw(s) => s,
+                Out::Raw(s) => ReplyText::Whole(s),
                 Out::Exit(code) => {
                     let _ = out.flush().await;
                     std::process::exit(code);
                 }
             };
             let written = async {
-                out.write_all(line.as_bytes()).await?;
+                for chunk in line.chunks() {
+                    out.write_all(&chunk).await?;
+                }
                 out.write_all(b"\n").await
             };
             if written.await.is_err() {

@@ -7,6 +7,7 @@ use axum::http::HeaderMap;
 use serde_json::{Value, json};
 use sluice_core::headers;
 
+use crate::bulk::{self, Bulk};
 use crate::peer::Out;
 use crate::protocol::{Era, Fixture, META_CLIENT_CAPABILITIES, Payload, ReqCtx, RpcError, method};
 
@@ -97,6 +98,19 @@ pub async fn call(fx: &Arc<Fixture>, params: &Value, ctx: &ReqCtx) -> Result<Pay
         },
         // SEP-2243 `x-mcp-header` arguments (checked over 2026 HTTP by [`check_param_headers`]).
         "header_echo" => header_echo(args, ctx),
+        // Read budget: like `big`, but annotated read-only.
+        "read_big" => uint_arg(args, "bytes", None).and_then(|n| {
+            bulk::xs_string(n)
+                .map(text)
+                .ok_or_else(|| tool_error("bytes too large"))
+        }),
+        // Any data through a gateway (redaction tests).
+        "reflect" => return reflect(args).map(Payload::from),
+        // Answers of any size, streamed in chunks (read-only and destructive variants).
+        "huge_read" | "huge_write" => match uint_arg(args, "bytes", None) {
+            Ok(n) => return Ok(Payload::Bulk(Bulk::text_result(n))),
+            Err(e) => Err(e),
+        },
         n if fx.has_dynamic_tool(n) => Ok(text(n)),
         n => return Err(RpcError::invalid_params(format!("Unknown tool: {n}"))),
     };
@@ -126,6 +140,50 @@ async fn progress(args: &Value, params: &Value, ctx: &ReqCtx) -> Result<Value, V
         }
     }
     Ok(text("done"))
+}
+
+/// `reflect`: sends back what it is given, so a test can push any data through a gateway.
+///
+/// All arguments are optional; absent or `null` ones (except `structured`) are ignored:
+/// - `error` (string): no result; a JSON-RPC error -32603 with that message instead.
+/// - `text` (string): a text block with that text (first).
+/// - `structured` (any JSON, `null` included, whenever present): `structuredContent`, unchanged;
+///   also serialized (compact) as a text block after the `text` block, as MCP recommends.
+/// - `image_bytes` (integer): an image block (`mimeType` `image/png`, last) whose base64 `data`
+///   decodes to exactly that many bytes ([`bulk::image_bytes`]).
+///
+/// `isError` is never set: a wrongly typed argument is a JSON-RPC error -32602.
+fn reflect(args: &Value) -> Result<Value, RpcError> {
+    let arg = |name: &str| args.get(name).filter(|v| !v.is_null());
+    let wrong = |name: &str, what: &str| {
+        RpcError::invalid_params(format!("reflect: argument `{name}` must be {what}"))
+    };
+    if let Some(message) = arg("error") {
+        let message = message.as_str().ok_or_else(|| wrong("error", "a string"))?;
+        return Err(RpcError::new(-32603, message));
+    }
+    let mut content = Vec::new();
+    if let Some(t) = arg("text") {
+        let t = t.as_str().ok_or_else(|| wrong("text", "a string"))?;
+        content.push(json!({"type": "text", "text": t}));
+    }
+    let structured = args.get("structured");
+    if let Some(s) = structured {
+        content.push(json!({"type": "text", "text": s.to_string()}));
+    }
+    if let Some(n) = arg("image_bytes") {
+        let n = n
+            .as_u64()
+            .ok_or_else(|| wrong("image_bytes", "a non-negative integer"))?;
+        let data = bulk::image_bytes(n).ok_or_else(|| wrong("image_bytes", "smaller"))?;
+        content
+            .push(json!({"type": "image", "mimeType": "image/png", "data": bulk::base64(&data)}));
+    }
+    let mut result = json!({"content": content});
+    if let (Some(s), Some(obj)) = (structured, result.as_object_mut()) {
+        obj.insert("structuredContent".into(), s.clone());
+    }
+    Ok(result)
 }
 
 /// The `x-mcp-header` arguments of `header_echo`: (argument, header it is mirrored in).
@@ -262,6 +320,7 @@ async fn sample(args: &Value, params: &Value, ctx: &ReqCtx) -> Result<Value, Rpc
 
 #[cfg(test)]
 mod tests {
+    #![allow(clippy::unwrap_used)]
     use super::*;
 
     fn call_msg(name: &str, args: Value) -> Value {
@@ -331,6 +390,40 @@ mod tests {
             ),
             Some(-32020)
         );
+    }
+
+    #[test]
+    fn reflect_round_trips_and_errors() {
+        let nested = json!({"a": [1, {"b": null, "c": [true, "s", 1.50]}], "z": {"y": {}}, "big": 123456789012345678901234567890u128});
+        let r = reflect(&json!({"text": "hi", "structured": nested})).unwrap();
+        assert_eq!(r["structuredContent"], nested);
+        assert_eq!(r["content"][0], json!({"type": "text", "text": "hi"}));
+        let serialized: Value =
+            serde_json::from_str(r["content"][1]["text"].as_str().unwrap()).unwrap();
+        assert_eq!(serialized, nested);
+        assert!(r.get("isError").is_none());
+
+        let img = reflect(&json!({"image_bytes": 10})).unwrap();
+        assert_eq!(img["content"].as_array().map(Vec::len), Some(1));
+        assert_eq!(img["content"][0]["mimeType"], "image/png");
+        assert_eq!(
+            img["content"][0]["data"],
+            bulk::base64(&bulk::image_bytes(10).unwrap())
+        );
+        assert!(img.get("structuredContent").is_none());
+
+        assert_eq!(reflect(&json!({})).unwrap(), json!({"content": []}));
+        let e = reflect(&json!({"error": "boom", "text": "ignored"}))
+            .err()
+            .unwrap();
+        assert_eq!((e.code, e.message.as_str()), (-32603, "boom"));
+        for bad in [
+            json!({"text": 1}),
+            json!({"image_bytes": -1}),
+            json!({"error": {}}),
+        ] {
+            assert_eq!(reflect(&bad).err().map(|e| e.code), Some(-32602), "{bad}");
+        }
     }
 
     #[test]

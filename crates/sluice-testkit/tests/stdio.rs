@@ -99,7 +99,7 @@ fn dual_shapes_results_per_request() {
     fx.initialize("2025-11-25");
     let l = fx.result("tools/list", json!({}));
     assert!(l.get("resultType").is_none() && l.get("ttlMs").is_none());
-    assert_eq!(l["tools"].as_array().unwrap().len(), 11);
+    assert_eq!(l["tools"].as_array().unwrap().len(), 15);
     let echo = fx.result("tools/call", tool_call("echo", json!({"text": "hi"})));
     assert_eq!(echo, json!({"content": [{"type": "text", "text": "hi"}]}));
 }
@@ -152,6 +152,10 @@ fn tools_resources_prompts() {
         "big",
         "slow",
         "header_echo",
+        "read_big",
+        "reflect",
+        "huge_read",
+        "huge_write",
         "gen_0000",
         "gen_0001",
         "gen_0002",
@@ -216,16 +220,16 @@ fn pagination_drains_everything() {
         None => modern(json!({})),
     };
     let (pages, tools) = drain(&mut fx, "tools/list", "tools", 100, cursor_params);
-    assert_eq!((pages, tools.len()), (6, 36)); // 11 fixed + 25 generated, 7 per page
+    assert_eq!((pages, tools.len()), (6, 40)); // 15 fixed + 25 generated, 7 per page
     let mut names: Vec<&str> = tools.iter().map(|t| t["name"].as_str().unwrap()).collect();
     names.sort_unstable();
     names.dedup();
-    assert_eq!(names.len(), 36);
+    assert_eq!(names.len(), 40);
 
     let (pages, res) = drain(&mut fx, "resources/list", "resources", 100, cursor_params);
     assert_eq!((pages, res.len()), (2, 12));
     let (pages, prompts) = drain(&mut fx, "prompts/list", "prompts", 100, cursor_params);
-    assert_eq!((pages, prompts.len()), (1, 1));
+    assert_eq!((pages, prompts.len()), (1, 2));
 
     // Legacy lists paginate the same way.
     let legacy = |c: Option<&Value>| match c {
@@ -233,7 +237,7 @@ fn pagination_drains_everything() {
         None => json!({}),
     };
     let (pages, tools) = drain(&mut fx, "tools/list", "tools", 100, legacy);
-    assert_eq!((pages, tools.len()), (6, 36));
+    assert_eq!((pages, tools.len()), (6, 40));
 }
 
 #[test]
@@ -304,25 +308,25 @@ fn cursor_mode_empty_string() {
         10,
     );
     assert_eq!(pages[0]["nextCursor"], "");
-    assert_eq!(pages.len(), 3, "13 tools in pages of 5");
+    assert_eq!(pages.len(), 4, "17 tools in pages of 5");
     assert_eq!(pages[1]["tools"][0]["name"], "progress");
     let total: usize = pages
         .iter()
         .map(|p| p["tools"].as_array().unwrap().len())
         .sum();
-    assert_eq!(total, 13);
+    assert_eq!(total, 17);
 }
 
 #[test]
 fn cursor_mode_non_string() {
     let pages = first_pages(&["--page-size", "4", "--cursor-mode", "non-string"], 10);
     assert!(pages[0]["nextCursor"].is_number());
-    assert_eq!(pages.len(), 3);
+    assert_eq!(pages.len(), 4);
     let total: usize = pages
         .iter()
         .map(|p| p["tools"].as_array().unwrap().len())
         .sum();
-    assert_eq!(total, 11);
+    assert_eq!(total, 15);
 }
 
 #[test]
@@ -877,7 +881,7 @@ fn legacy_resource_subscriptions() {
     let listed = fx.result("resources/list", json!({}));
     assert_eq!(listed["resources"].as_array().unwrap().len(), 2);
     let templates = fx.result("resources/templates/list", json!({}));
-    assert_eq!(templates["resourceTemplates"].as_array().unwrap().len(), 1);
+    assert_eq!(templates["resourceTemplates"].as_array().unwrap().len(), 2);
 }
 
 #[test]

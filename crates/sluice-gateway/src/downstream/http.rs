@@ -39,7 +39,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::stdio::envelope_message;
 use super::{ClientLink, ClientSession, RequestCtx};
-use crate::gateway::{Gateway, TRANSPORT_MAX_MESSAGE_BYTES};
+use crate::gateway::Gateway;
 use crate::pending::Pending;
 
 /// How often an SSE stream with nothing to say sends a comment, which also
@@ -65,7 +65,9 @@ pub async fn serve(gateway: Arc<Gateway>, listener: TcpListener) -> std::io::Res
     let app = Router::new()
         .route(MCP_PATH, get(get_mcp).post(post_mcp).delete(delete_mcp))
         .route("/health", get(health))
-        .layer(DefaultBodyLimit::max(TRANSPORT_MAX_MESSAGE_BYTES))
+        .layer(DefaultBodyLimit::max(
+            gateway.config.limits.transport_max_message_bytes,
+        ))
         .with_state(Arc::clone(&state));
     let shutdown_state = Arc::clone(&state);
     axum::serve(

@@ -20,7 +20,7 @@ use tokio_util::codec::{AnyDelimiterCodec, AnyDelimiterCodecError, FramedRead};
 use tokio_util::sync::CancellationToken;
 
 use super::{ClientLink, ClientSession, RequestCtx};
-use crate::gateway::{Gateway, TRANSPORT_MAX_MESSAGE_BYTES};
+use crate::gateway::Gateway;
 use crate::pending::Pending;
 
 /// Serves MCP on `input`/`output` until `input` ends or shutdown begins.
@@ -46,7 +46,7 @@ pub async fn serve(
     let codec = AnyDelimiterCodec::new_with_max_length(
         b"\n".to_vec(),
         Vec::new(),
-        TRANSPORT_MAX_MESSAGE_BYTES,
+        gateway.config.limits.transport_max_message_bytes,
     );
     let mut frames = FramedRead::new(input, codec);
     let mut client = StdioClient {

@@ -19,7 +19,7 @@
 //! A request that is dropped before its answer (timeout, client gone,
 //! client cancellation) sends `notifications/cancelled` upstream.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::Duration;
@@ -95,6 +95,8 @@ pub(crate) enum Wire {
 pub(crate) struct Shared {
     pub(crate) name: Arc<str>,
     pub(crate) pending: Pending,
+    /// Requests whose answer was too large to read (stdio).
+    oversized: Mutex<HashSet<u64>>,
     routes: Mutex<Routes>,
     events: mpsc::Sender<UpstreamEvent>,
     pub(crate) closed: CancellationToken,
@@ -216,6 +218,7 @@ impl Shared {
         Arc::new(Shared {
             name,
             pending: Pending::default(),
+            oversized: Mutex::new(HashSet::new()),
             routes: Mutex::new(Routes::default()),
             events,
             closed: CancellationToken::new(),
@@ -319,6 +322,9 @@ impl Shared {
         match outcome {
             Ok(Ok(result)) => Ok(result),
             Ok(Err(Some(error))) => Err(UpstreamError::Rpc(error)),
+            Ok(Err(None)) if self.take_oversized(id) => Err(UpstreamError::TooLarge {
+                upstream: self.name.to_string(),
+            }),
             Ok(Err(None)) => Err(UpstreamError::Lost {
                 upstream: self.name.to_string(),
             }),
@@ -364,6 +370,34 @@ impl Shared {
             }
             Wire::Http(http) => http.notify(self, era, message).await,
         }
+    }
+
+    /// A message too large to read arrived: the request it answers (by the
+    /// `id` in its first bytes, else the only request waiting) fails as too
+    /// large. Nothing else is affected.
+    pub(crate) fn fail_oversized(&self, prefix: &[u8]) {
+        self.received.fetch_add(1, Ordering::Relaxed);
+        let id = jsonrpc::peek_id(prefix)
+            .and_then(|id| id.as_u64())
+            .or_else(|| self.pending.only_id());
+        let Some(id) = id else {
+            tracing::warn!(upstream = %self.name, "the oversized message names no request sluice is waiting for");
+            return;
+        };
+        self.lock_oversized().insert(id);
+        if !self.pending.resolve(&json!(id), Err(None)) {
+            self.lock_oversized().remove(&id);
+        }
+    }
+
+    fn take_oversized(&self, id: u64) -> bool {
+        self.lock_oversized().remove(&id)
+    }
+
+    fn lock_oversized(&self) -> std::sync::MutexGuard<'_, HashSet<u64>> {
+        self.oversized
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
     }
 
     /// Routes one message the upstream sent. `related` is the request whose

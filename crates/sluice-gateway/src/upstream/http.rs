@@ -9,7 +9,7 @@
 //! transport ceiling.
 
 use std::collections::BTreeMap;
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
@@ -203,12 +203,20 @@ impl HttpWire {
         if is_event_stream(resp.headers()) {
             return self.read_stream(shared, era, id, resp, related).await;
         }
-        let body = read_capped(resp, self.max_message)
-            .await
-            .map_err(|detail| UpstreamError::Protocol {
-                upstream: upstream(),
-                detail,
-            })?;
+        let body = match read_capped(resp, self.max_message).await {
+            Ok(body) => body,
+            Err(BodyError::TooLarge) => {
+                return Err(UpstreamError::TooLarge {
+                    upstream: upstream(),
+                });
+            }
+            Err(BodyError::Broken) => {
+                return Err(UpstreamError::Protocol {
+                    upstream: upstream(),
+                    detail: "the answer's body broke",
+                });
+            }
+        };
         match Message::parse(&body) {
             Some(Ok(Message::Response { outcome, .. })) => Ok(outcome.map_err(Some)),
             _ if !status.is_success() => Err(UpstreamError::Protocol {
@@ -240,12 +248,18 @@ impl HttpWire {
         let mut retry = DEFAULT_SSE_RETRY;
         let mut idle_resumes = 0;
         loop {
-            let mut events = capped_events(resp, self.max_message);
+            let exceeded = Arc::new(AtomicBool::new(false));
+            let mut events = capped_events(resp, self.max_message, Arc::clone(&exceeded));
             while let Some(event) = events.next().await {
                 let Ok(event) = event else {
-                    return Err(UpstreamError::Protocol {
-                        upstream: shared.name.to_string(),
-                        detail: "the event stream broke or exceeded the transport ceiling",
+                    let upstream = shared.name.to_string();
+                    return Err(if exceeded.load(Ordering::Relaxed) {
+                        UpstreamError::TooLarge { upstream }
+                    } else {
+                        UpstreamError::Protocol {
+                            upstream,
+                            detail: "the event stream broke",
+                        }
                     });
                 };
                 if let Some(event_id) = event.id.filter(|i| !i.is_empty()) {
@@ -359,7 +373,8 @@ impl HttpWire {
                 match resp {
                     Ok(resp) if resp.status().is_success() && is_event_stream(resp.headers()) => {
                         failures = 0;
-                        let mut events = capped_events(resp, wire.max_message);
+                        let mut events =
+                            capped_events(resp, wire.max_message, Arc::new(AtomicBool::new(false)));
                         loop {
                             let event = tokio::select! {
                                 event = events.next() => event,
@@ -390,11 +405,20 @@ fn is_event_stream(headers: &HeaderMap) -> bool {
         .is_some_and(|v| v.starts_with("text/event-stream"))
 }
 
-async fn read_capped(mut resp: reqwest::Response, max: usize) -> Result<Vec<u8>, &'static str> {
+/// Why a body was not read whole.
+enum BodyError {
+    /// Longer than the transport ceiling; the rest is not read (dropping
+    /// the response closes the connection).
+    TooLarge,
+    /// The connection broke.
+    Broken,
+}
+
+async fn read_capped(mut resp: reqwest::Response, max: usize) -> Result<Vec<u8>, BodyError> {
     let mut body = Vec::new();
-    while let Some(chunk) = resp.chunk().await.map_err(|_| "the answer's body broke")? {
+    while let Some(chunk) = resp.chunk().await.map_err(|_| BodyError::Broken)? {
         if body.len() + chunk.len() > max {
-            return Err("the answer exceeds the transport ceiling");
+            return Err(BodyError::TooLarge);
         }
         body.extend_from_slice(&chunk);
     }
@@ -407,12 +431,14 @@ async fn read_capped(mut resp: reqwest::Response, max: usize) -> Result<Vec<u8>,
 fn capped_events(
     resp: reqwest::Response,
     max: usize,
+    exceeded: Arc<AtomicBool>,
 ) -> impl futures::Stream<Item = Result<sse_stream::Sse, sse_stream::Error>> {
     let since_event = Arc::new(AtomicUsize::new(0));
     let counter = Arc::clone(&since_event);
     let bytes = resp.bytes_stream().map(move |chunk| {
         let chunk = chunk.map_err(std::io::Error::other)?;
         if counter.fetch_add(chunk.len(), Ordering::Relaxed) + chunk.len() > max {
+            exceeded.store(true, Ordering::Relaxed);
             return Err(std::io::Error::other("event exceeds the transport ceiling"));
         }
         Ok(chunk)

@@ -115,12 +115,12 @@ pub(crate) struct Settings {
 // === impl Settings ===
 
 impl Settings {
-    pub(crate) fn new(config: &Config, max_message_bytes: usize, client_info: Value) -> Self {
+    pub(crate) fn new(config: &Config, client_info: Value) -> Self {
         Settings {
             request_timeout: config.server.request_timeout,
             startup_timeout: config.server.startup_timeout,
             shutdown_grace: config.server.shutdown_grace,
-            max_message_bytes,
+            max_message_bytes: config.limits.transport_max_message_bytes,
             client_info,
             catalog_limits: config.catalog.limits,
             catalog_read_timeout: config.catalog.read_timeout,

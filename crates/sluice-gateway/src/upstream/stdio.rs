@@ -4,8 +4,10 @@
 //! the config grants (DESIGN decision 10), in its own process group so that
 //! its descendants end with it. Every spawn is logged. Its stderr goes to
 //! sluice's log under the upstream's name. A line on stdout that is not
-//! JSON-RPC is logged and skipped; a line longer than the transport ceiling
-//! ends the connection, since nothing after it can be framed safely.
+//! JSON-RPC is logged and skipped. A line longer than the transport ceiling
+//! is not buffered: its first bytes are kept to find the request it answers,
+//! the rest is read and discarded up to its newline, and that request fails
+//! as too large (the router answers it); the connection goes on.
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
@@ -13,6 +15,7 @@ use std::process::Stdio;
 use std::sync::Arc;
 use std::time::Duration;
 
+use bytes::{Buf, BytesMut};
 use futures::StreamExt;
 use process_wrap::tokio::{ChildWrapper, CommandWrap, KillOnDrop, ProcessGroup};
 use serde_json::Value;
@@ -21,7 +24,7 @@ use sluice_core::protocol::Era;
 use tokio::io::AsyncWriteExt;
 use tokio::process::{ChildStderr, ChildStdout};
 use tokio::sync::{Mutex, mpsc};
-use tokio_util::codec::{AnyDelimiterCodec, AnyDelimiterCodecError, FramedRead};
+use tokio_util::codec::{AnyDelimiterCodec, AnyDelimiterCodecError, Decoder, FramedRead};
 
 use super::connection::Shared;
 
@@ -31,6 +34,9 @@ const SIGKILL: i32 = 9;
 
 /// The longest stderr line kept in the log.
 const MAX_LOGGED_STDERR_LINE: usize = 4096;
+
+/// How much of an oversized stdout line is kept to find its `id`.
+const OVERSIZED_PREFIX: usize = 4096;
 
 /// The writing half and the process of a stdio upstream.
 pub(crate) struct StdioWire {
@@ -135,20 +141,19 @@ impl StdioReaders {
         let name = Arc::clone(&shared.name);
         tokio::spawn(log_stderr(name, self.stderr));
         tokio::spawn(async move {
-            let codec =
-                AnyDelimiterCodec::new_with_max_length(b"\n".to_vec(), Vec::new(), max_line);
-            let mut frames = FramedRead::new(self.stdout, codec);
+            let mut frames = FramedRead::new(self.stdout, CappedLines::new(max_line));
             while let Some(frame) = frames.next().await {
                 let line = match frame {
-                    Ok(line) => line,
-                    Err(AnyDelimiterCodecError::MaxChunkLengthExceeded) => {
+                    Ok(Frame::Line(line)) => line,
+                    Ok(Frame::Oversized { prefix }) => {
                         tracing::warn!(
                             upstream = %shared.name,
-                            "upstream wrote a message longer than the transport ceiling ({max_line} bytes); closing its connection"
+                            "upstream wrote a message longer than the transport ceiling ({max_line} bytes); discarded"
                         );
-                        break;
+                        shared.fail_oversized(&prefix);
+                        continue;
                     }
-                    Err(AnyDelimiterCodecError::Io(_)) => break,
+                    Err(_) => break,
                 };
                 if line.iter().all(u8::is_ascii_whitespace) {
                     continue;
@@ -165,6 +170,90 @@ impl StdioReaders {
             }
             shared.close();
         });
+    }
+}
+
+/// A line of stdout, or what is left of one too long to keep.
+#[derive(Debug, PartialEq)]
+enum Frame {
+    Line(BytesMut),
+    Oversized { prefix: Vec<u8> },
+}
+
+/// Newline framing that never buffers more than `max` bytes: a longer line
+/// is reduced to its first [`OVERSIZED_PREFIX`] bytes and the rest is
+/// dropped as it arrives.
+struct CappedLines {
+    max: usize,
+    /// Bytes of the buffer already searched for a newline.
+    searched: usize,
+    /// The prefix of the oversized line being discarded.
+    discarding: Option<Vec<u8>>,
+}
+
+impl CappedLines {
+    fn new(max: usize) -> Self {
+        CappedLines {
+            max,
+            searched: 0,
+            discarding: None,
+        }
+    }
+}
+
+impl Decoder for CappedLines {
+    type Item = Frame;
+    type Error = std::io::Error;
+
+    fn decode(&mut self, buf: &mut BytesMut) -> Result<Option<Frame>, std::io::Error> {
+        if self.discarding.is_some() {
+            return Ok(match buf.iter().position(|b| *b == b'\n') {
+                Some(end) => {
+                    buf.advance(end + 1);
+                    self.discarding
+                        .take()
+                        .map(|prefix| Frame::Oversized { prefix })
+                }
+                None => {
+                    buf.clear();
+                    None
+                }
+            });
+        }
+        if let Some(at) = buf[self.searched..].iter().position(|b| *b == b'\n') {
+            let end = self.searched + at;
+            self.searched = 0;
+            if end > self.max {
+                let prefix = buf[..OVERSIZED_PREFIX.min(end)].to_vec();
+                buf.advance(end + 1);
+                return Ok(Some(Frame::Oversized { prefix }));
+            }
+            let mut line = buf.split_to(end + 1);
+            line.truncate(end);
+            return Ok(Some(Frame::Line(line)));
+        }
+        if buf.len() > self.max {
+            self.discarding = Some(buf[..OVERSIZED_PREFIX.min(buf.len())].to_vec());
+            buf.clear();
+            self.searched = 0;
+            return Ok(None);
+        }
+        self.searched = buf.len();
+        Ok(None)
+    }
+
+    fn decode_eof(&mut self, buf: &mut BytesMut) -> Result<Option<Frame>, std::io::Error> {
+        if let Some(frame) = self.decode(buf)? {
+            return Ok(Some(frame));
+        }
+        if let Some(prefix) = self.discarding.take() {
+            return Ok(Some(Frame::Oversized { prefix }));
+        }
+        if buf.is_empty() {
+            return Ok(None);
+        }
+        self.searched = 0;
+        Ok(Some(Frame::Line(buf.split())))
     }
 }
 
@@ -233,5 +322,63 @@ impl StdioWire {
     /// The exit status, if the child has exited.
     pub(crate) async fn exit_status(&self) -> Option<std::process::ExitStatus> {
         self.child.lock().await.try_wait().ok().flatten()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn frames(max: usize, chunks: &[&[u8]]) -> Vec<Frame> {
+        let mut codec = CappedLines::new(max);
+        let mut buf = BytesMut::new();
+        let mut out = Vec::new();
+        for chunk in chunks {
+            buf.extend_from_slice(chunk);
+            while let Ok(Some(frame)) = codec.decode(&mut buf) {
+                out.push(frame);
+            }
+        }
+        while let Ok(Some(frame)) = codec.decode_eof(&mut buf) {
+            out.push(frame);
+        }
+        out
+    }
+
+    #[test]
+    fn long_lines_are_cut_to_a_prefix_and_the_next_line_is_read() {
+        let long = vec![b'x'; 10_000];
+        let got = frames(
+            5_000,
+            &[
+                b"{\"id\":1}\n",
+                &long[..3_000],
+                &long[3_000..],
+                b"\n{\"id\":2}\n",
+                b"tail",
+            ],
+        );
+        assert_eq!(got.len(), 4, "{got:?}");
+        assert_eq!(got[0], Frame::Line(BytesMut::from(&b"{\"id\":1}"[..])));
+        assert_eq!(
+            got[1],
+            Frame::Oversized {
+                prefix: vec![b'x'; OVERSIZED_PREFIX]
+            }
+        );
+        assert_eq!(got[2], Frame::Line(BytesMut::from(&b"{\"id\":2}"[..])));
+        assert_eq!(got[3], Frame::Line(BytesMut::from(&b"tail"[..])));
+    }
+
+    #[test]
+    fn a_line_exactly_at_the_ceiling_is_kept() {
+        let line = vec![b'y'; 100];
+        let mut input = line.clone();
+        input.push(b'\n');
+        assert_eq!(
+            frames(100, &[&input]),
+            vec![Frame::Line(BytesMut::from(&line[..]))]
+        );
+        assert!(matches!(frames(99, &[&input])[0], Frame::Oversized { .. }));
     }
 }

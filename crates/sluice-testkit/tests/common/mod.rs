@@ -163,6 +163,11 @@ impl StdioFixture {
         result
     }
 
+    /// The fixture's process id.
+    pub fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
     /// Closes stdin (EOF for the fixture).
     pub fn close_stdin(&mut self) {
         self.stdin = None;
@@ -246,6 +251,11 @@ impl HttpFixture {
             .flatten()
             .expect("fixture printed its port");
         Self { child, port }
+    }
+
+    /// The fixture's process id.
+    pub fn pid(&self) -> u32 {
+        self.child.id()
     }
 
     /// Sends a request without reading anything back (for requests that are never answered).
@@ -525,8 +535,90 @@ impl HttpStream {
         serde_json::from_str(&data).unwrap_or_else(|e| panic!("not JSON ({e}): {data}"))
     }
 
+    /// Reads the rest of the body piece by piece without keeping it: its length, its first
+    /// `keep` bytes and its last `keep` bytes (overlapping if the body is short), and how many
+    /// bytes are 'x'.
+    pub fn skim_to_end(&mut self, keep: usize) -> Skim {
+        let mut skim = Skim::default();
+        loop {
+            let piece = std::mem::take(&mut self.pending);
+            skim.add(&piece, keep);
+            if !self.fill() {
+                return skim;
+            }
+        }
+    }
+
     pub fn read_to_end(&mut self) -> String {
         while self.fill() {}
         String::from_utf8(std::mem::take(&mut self.pending)).expect("utf-8 body")
     }
+}
+
+/// A summary of a long body or line: see [`HttpStream::skim_to_end`].
+#[derive(Debug, Default)]
+pub struct Skim {
+    pub len: usize,
+    pub xs: usize,
+    pub head: Vec<u8>,
+    pub tail: Vec<u8>,
+}
+
+impl Skim {
+    pub fn add(&mut self, piece: &[u8], keep: usize) {
+        self.len += piece.len();
+        self.xs += piece.iter().filter(|b| **b == b'x').count();
+        let room = keep.saturating_sub(self.head.len());
+        self.head.extend_from_slice(&piece[..room.min(piece.len())]);
+        self.tail
+            .extend_from_slice(&piece[piece.len().saturating_sub(keep)..]);
+        let extra = self.tail.len().saturating_sub(keep);
+        self.tail.drain(..extra);
+    }
+
+    pub fn head_str(&self) -> &str {
+        std::str::from_utf8(&self.head).expect("utf-8 head")
+    }
+
+    pub fn tail_str(&self) -> &str {
+        std::str::from_utf8(&self.tail).expect("utf-8 tail")
+    }
+}
+
+/// The peak resident set size of process `pid` (`VmHWM` in /proc/<pid>/status), in KiB.
+pub fn peak_rss_kib(pid: u32) -> u64 {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).expect("proc status");
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix("VmHWM:"))
+        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+        .unwrap_or_else(|| panic!("no VmHWM in {status}"))
+}
+
+/// Decodes standard base64 (with padding); panics on anything else.
+pub fn base64_decode(text: &str) -> Vec<u8> {
+    let value = |c: u8| -> u32 {
+        match c {
+            b'A'..=b'Z' => u32::from(c - b'A'),
+            b'a'..=b'z' => u32::from(c - b'a') + 26,
+            b'0'..=b'9' => u32::from(c - b'0') + 52,
+            b'+' => 62,
+            b'/' => 63,
+            _ => panic!("not base64: {c:?}"),
+        }
+    };
+    let bytes = text.as_bytes();
+    assert_eq!(bytes.len() % 4, 0, "base64 length");
+    let mut out = Vec::with_capacity(bytes.len() / 4 * 3);
+    for quad in bytes.chunks(4) {
+        let pad = quad.iter().rev().take_while(|b| **b == b'=').count();
+        assert!(pad <= 2, "bad padding");
+        let n = quad[..4 - pad]
+            .iter()
+            .fold(0u32, |acc, c| (acc << 6) | value(*c))
+            << (6 * pad);
+        let group = [(n >> 16) as u8, (n >> 8) as u8, n as u8];
+        out.extend_from_slice(&group[..3 - pad]);
+    }
+    out
 }

@@ -1,0 +1,156 @@
+//! The boundary of a result: what may leave sluice towards a client.
+//!
+//! - [`redact`]: secrets out of every string, before anything is measured.
+//! - [`budget`]: the read budget: measure the compact JSON of a complete,
+//!   redacted read result and refuse it whole when it is too large.
+//! - [`project`]: operator-chosen projections of `structuredContent`.
+
+pub mod budget;
+pub mod project;
+pub mod redact;
+
+use serde_json::Value;
+
+use crate::jsonrpc::RpcError;
+use budget::Surface;
+use project::Projection;
+use redact::{Redactions, Redactor};
+
+/// What one answer to a client goes through.
+#[derive(Debug, Clone, Copy)]
+pub struct Boundary<'a> {
+    /// The secret rules.
+    pub redactor: &'a Redactor,
+    /// The read budget that applies to this call.
+    pub limit: usize,
+    /// What was called.
+    pub surface: Surface,
+    /// Whether the answer is a read (a read-only tool, a resource, a
+    /// prompt). A mutation-capable tool's final answer is never measured.
+    pub read: bool,
+    /// The operator's projection of this tool's results, if any.
+    pub projection: Option<&'a Projection>,
+}
+
+impl Boundary<'_> {
+    /// Bounds a result: redact, project, then (for a read, or any
+    /// `input_required` result, since nothing has happened yet) measure and
+    /// refuse whole when over the budget.
+    pub fn result(&self, mut result: Value) -> (Result<Value, RpcError>, Redactions) {
+        let counts = self.redactor.redact(&mut result);
+        if let Some(projection) = self.projection {
+            projection.apply(&mut result);
+        }
+        let input_required =
+            result.get("resultType").and_then(Value::as_str) == Some("input_required");
+        if (self.read || input_required) && !budget::admits(&result, self.limit) {
+            return (self.refusal(), counts);
+        }
+        (Ok(result), counts)
+    }
+
+    /// Redacts an error's message and data (errors are not measured: they
+    /// are not reads).
+    pub fn error(&self, mut error: RpcError) -> (RpcError, Redactions) {
+        let mut counts = Redactions::default();
+        if let Some(message) = self.redactor.redact_str(&error.message, &mut counts) {
+            error.message = message;
+        }
+        if let Some(data) = &mut error.data {
+            let more = self.redactor.redact(data);
+            counts.exact += more.exact;
+            counts.key += more.key;
+            counts.pattern += more.pattern;
+        }
+        (error, counts)
+    }
+
+    /// The answer when the upstream's message was larger than the transport
+    /// ceiling and was discarded unread: a read gets the ordinary refusal;
+    /// a mutation gets `None` (its outcome could not be relayed, which the
+    /// shell reports as such).
+    pub fn oversized(&self) -> Option<Result<Value, RpcError>> {
+        self.read.then(|| self.refusal())
+    }
+
+    fn refusal(&self) -> Result<Value, RpcError> {
+        match self.surface {
+            Surface::Tool => Ok(budget::tool_refusal(self.limit)),
+            surface => Err(budget::read_refusal(self.limit, surface)),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn redactor() -> Redactor {
+        Redactor::new(Vec::<String>::new(), redact::DEFAULT_SECRET_KEYS)
+    }
+
+    fn boundary(r: &Redactor, surface: Surface, read: bool) -> Boundary<'_> {
+        Boundary {
+            redactor: r,
+            limit: budget::MIN_READ_BUDGET,
+            surface,
+            read,
+            projection: None,
+        }
+    }
+
+    fn text(n: usize) -> Value {
+        json!({"content": [{"type": "text", "text": "x".repeat(n)}]})
+    }
+
+    #[test]
+    fn a_mutation_passes_whole_whatever_its_size() {
+        let r = redactor();
+        let big = text(1_000_000);
+        let (out, _) = boundary(&r, Surface::Tool, false).result(big.clone());
+        assert_eq!(out.ok(), Some(big));
+        assert_eq!(boundary(&r, Surface::Tool, false).oversized(), None);
+    }
+
+    #[test]
+    fn an_oversized_read_is_refused_with_nothing_of_it() {
+        let r = redactor();
+        let (out, _) = boundary(&r, Surface::Tool, true).result(text(1_000_000));
+        let refusal = out.unwrap_or_default();
+        assert_eq!(refusal["isError"], true);
+        assert!(!refusal.to_string().contains("xxxx"));
+        let (out, _) = boundary(&r, Surface::Resource, true).result(text(1_000_000));
+        assert_eq!(out.err().map(|e| e.code), Some(-32602));
+    }
+
+    #[test]
+    fn input_required_is_bounded_even_for_a_mutation() {
+        let r = redactor();
+        let asking = json!({"resultType": "input_required", "inputRequests": {"a": {"method": "elicitation/create", "params": {"message": "x".repeat(100_000)}}}});
+        let (out, _) = boundary(&r, Surface::Tool, false).result(asking);
+        assert_eq!(out.unwrap_or_default()["isError"], true);
+    }
+
+    #[test]
+    fn secrets_are_redacted_before_measuring() {
+        let r = redactor();
+        // Over the limit only because of the secret's length? No: the
+        // redacted text is what is measured.
+        let secret = format!("token={}", "a".repeat(70_000));
+        let (out, counts) = boundary(&r, Surface::Tool, true)
+            .result(json!({"content": [{"type": "text", "text": secret}]}));
+        assert_eq!(counts.pattern, 1);
+        assert_eq!(
+            out.unwrap_or_default()["content"][0]["text"],
+            "token=[redacted]"
+        );
+        let (err, counts) = boundary(&r, Surface::Tool, true).error(
+            RpcError::new(-32603, "failed with password=hunter22")
+                .with_data(json!({"api_key": "k-123456789"})),
+        );
+        assert_eq!(err.message, "failed with password=[redacted]");
+        assert_eq!(err.data, Some(json!({"api_key": "[redacted]"})));
+        assert_eq!(counts.total(), 2);
+    }
+}
