@@ -49,7 +49,6 @@ from __future__ import annotations
 import base64
 import gzip
 import json
-import os
 import random
 import time
 from collections.abc import Awaitable, Callable
@@ -62,7 +61,7 @@ from mcp import StdioServerParameters
 from mcp.client.stdio import stdio_client
 
 import harness as H
-from conftest import _OPEN_LOGS, stdio_args, tail, toml_inline_table, toml_str, write_config
+from conftest import _OPEN_LOGS, stdio_args, tail, toml_str, write_config
 
 MODES = ("legacy", H.MODERN)
 COMBOS = [pytest.param(t, m, id=f"{t}-{m}") for t in ("stdio", "http") for m in MODES]
@@ -162,23 +161,16 @@ def write_boundary_config(
     limit: int | None = None,
     secret_env: list[str] | None = None,
 ) -> Path:
-    """conftest.write_config, each [[upstream]] followed by its extra keys (trusted,
+    """conftest.write_config, each [[upstream]] table followed by its extra keys (trusted,
     read_only_tools), then [limits] and [redaction]."""
-    text = ""
-    for up, extra in upstreams:
-        block = write_config(path, [up]).read_text(encoding="utf-8")
-        if text:
-            block = block.split("\n\n", 1)[1]  # the [[upstream]] table without [server]
+    blocks = write_config(path, [up for up, _ in upstreams]).read_text(encoding="utf-8").rstrip("\n").split("\n\n")
+    assert len(blocks) == 1 + len(upstreams), blocks  # [server], then one block per upstream
+    for i, (_, extra) in enumerate(upstreams, start=1):
         for k, v in extra.items():
-            if isinstance(v, bool):
-                block += f"{k} = {'true' if v else 'false'}\n"
-            elif isinstance(v, list):
-                block += f"{k} = [" + ", ".join(toml_str(x) for x in v) + "]\n"
-            elif isinstance(v, dict):
-                block += f"{k} = {toml_inline_table(v)}\n"
-            else:
-                block += f"{k} = {json.dumps(v)}\n"
-        text += ("\n" if text else "") + block
+            value = ("true" if v else "false") if isinstance(v, bool) else (
+                "[" + ", ".join(toml_str(x) for x in v) + "]")
+            blocks[i] += f"\n{k} = {value}"
+    text = "\n\n".join(blocks) + "\n"
     if limit is not None:
         text += f"\n[limits]\nmcp_read_response_max_bytes = {limit}\n"
     if secret_env:
