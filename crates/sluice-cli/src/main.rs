@@ -5,6 +5,7 @@
 //! 78 invalid configuration or lockfile.
 
 mod pinning;
+mod state;
 
 use std::io::IsTerminal;
 use std::net::SocketAddr;
@@ -215,7 +216,14 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                 }
                 Err(code) => return Ok(code),
             };
-            runtime()?.block_on(serve(config, lock, stdio))
+            let cursor_secret = match state::cursor_secret(source.path(), &config) {
+                Ok(secret) => secret,
+                Err(message) => {
+                    eprintln!("sluice: {message}; nothing was started");
+                    return Ok(ExitCode::from(EXIT_CONFIG));
+                }
+            };
+            runtime()?.block_on(serve(config, lock, cursor_secret, stdio))
         }
     }
 }
@@ -263,9 +271,14 @@ fn load(args: &ConfigArgs) -> Result<Config, ExitCode> {
     })
 }
 
-async fn serve(config: Config, lock: Option<Lockfile>, stdio: bool) -> anyhow::Result<ExitCode> {
+async fn serve(
+    config: Config,
+    lock: Option<Lockfile>,
+    cursor_secret: [u8; 32],
+    stdio: bool,
+) -> anyhow::Result<ExitCode> {
     let listen = config.server.listen;
-    let gateway = Gateway::start(config, lock);
+    let gateway = Gateway::start(config, lock, cursor_secret);
     if stdio {
         let served = sluice_gateway::downstream::stdio::serve(
             Arc::clone(&gateway),

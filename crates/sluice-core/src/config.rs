@@ -24,6 +24,7 @@ use crate::boundary::project::{self, Projection};
 use crate::boundary::redact::{self, DEFAULT_SECRET_KEYS};
 use crate::catalog::drift::OnDrift;
 use crate::discovery::WalkLimits;
+use crate::envelope::DEFAULT_PAGE_BYTES;
 use crate::naming;
 
 /// The default HTTP listen address (loopback only).
@@ -52,6 +53,8 @@ pub struct Config {
     pub redaction: RedactionConfig,
     /// `[[policy.project]]`, in file order.
     pub projections: Vec<ProjectionRule>,
+    /// `[state]`.
+    pub state: StateConfig,
 }
 
 /// `[limits]`: the read budget and the transport ceiling.
@@ -104,6 +107,33 @@ pub struct CatalogConfig {
     pub read_timeout: Duration,
     /// `max_pages` and `max_items`: caps on one list's walk.
     pub limits: WalkLimits,
+    /// `mode`: what `tools/list` shows.
+    pub mode: CatalogMode,
+    /// `page_bytes`: the byte cap of a page of sluice's own list tools.
+    pub page_bytes: usize,
+    /// `list_page_size`: rows in a page of the MCP lists (`tools/list`, ...).
+    pub list_page_size: usize,
+    /// `list_page_bytes`: the byte cap of a page of the MCP lists.
+    pub list_page_bytes: usize,
+}
+
+/// `[catalog] mode`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CatalogMode {
+    /// `tools/list` shows every tool (paged).
+    Full,
+    /// `tools/list` shows the four meta-tools of progressive discovery.
+    Progressive,
+}
+
+/// `[state]`: where sluice keeps what must outlive a restart.
+#[derive(Clone, PartialEq, Eq)]
+pub struct StateConfig {
+    /// `dir`: relative to the config file's directory. Default `.sluice`.
+    pub dir: PathBuf,
+    /// `cursor_secret`: seals list cursors (at least 32 characters); when
+    /// absent, a random key is made at first start and kept in `dir`.
+    pub cursor_secret: Option<String>,
 }
 
 /// `[server]`: how sluice serves its clients.
@@ -209,6 +239,8 @@ struct RawConfig {
     redaction: RawRedaction,
     #[serde(default)]
     policy: RawPolicy,
+    #[serde(default)]
+    state: RawState,
 }
 
 #[derive(Debug, Deserialize, Default)]
@@ -250,6 +282,17 @@ struct RawCatalog {
     read_timeout: Option<Spanned<String>>,
     max_pages: Option<Spanned<i64>>,
     max_items: Option<Spanned<i64>>,
+    mode: Option<Spanned<String>>,
+    page_bytes: Option<Spanned<i64>>,
+    list_page_size: Option<Spanned<i64>>,
+    list_page_bytes: Option<Spanned<i64>>,
+}
+
+#[derive(Debug, Deserialize, Default)]
+#[serde(deny_unknown_fields)]
+struct RawState {
+    dir: Option<Spanned<String>>,
+    cursor_secret: Option<Spanned<String>>,
 }
 
 #[derive(Debug, Deserialize, Default)]
@@ -320,6 +363,7 @@ impl Config {
         let limits = validate_limits(&raw.limits, &upstreams, &mut diags);
         let redaction = validate_redaction(&raw.redaction, env, &mut diags);
         let projections = validate_projections(&raw.policy, &mut diags);
+        let state = validate_state(&raw.state, env, &mut diags);
         match (server, catalog, limits) {
             (Some(server), Some(catalog), Some(limits)) if diags.list.is_empty() => Ok(Config {
                 server,
@@ -328,6 +372,7 @@ impl Config {
                 limits,
                 redaction,
                 projections,
+                state,
             }),
             _ => Err(diags.list),
         }
@@ -409,6 +454,7 @@ impl Config {
             limits: LimitsConfig::default(),
             redaction: RedactionConfig::default(),
             projections: Vec::new(),
+            state: StateConfig::default(),
             server: ServerConfig::default(),
             upstreams,
         })
@@ -613,7 +659,42 @@ fn validate_catalog(raw: &RawCatalog, diags: &mut Diagnostics<'_>) -> Option<Cat
         d.limits.max_items,
         (1, 10_000_000),
     );
+    let mode = match raw.mode.as_ref().map(|s| (s, s.get_ref().as_str())) {
+        None => Some(d.mode),
+        Some((_, "full")) => Some(CatalogMode::Full),
+        Some((_, "progressive")) => Some(CatalogMode::Progressive),
+        Some((s, other)) => {
+            diags.push(
+                Some(s.span()),
+                "catalog.mode",
+                format!("{other:?}: must be \"full\" or \"progressive\""),
+            );
+            None
+        }
+    };
+    let page_bytes = diags.integer(
+        &raw.page_bytes,
+        "catalog.page_bytes",
+        d.page_bytes,
+        (1_024, 1_048_576),
+    );
+    let list_page_size = diags.integer(
+        &raw.list_page_size,
+        "catalog.list_page_size",
+        d.list_page_size,
+        (1, 100_000),
+    );
+    let list_page_bytes = diags.integer(
+        &raw.list_page_bytes,
+        "catalog.list_page_bytes",
+        d.list_page_bytes,
+        (4_096, MAX_TRANSPORT_MESSAGE_BYTES),
+    );
     Some(CatalogConfig {
+        mode: mode?,
+        page_bytes: page_bytes?,
+        list_page_size: list_page_size?,
+        list_page_bytes: list_page_bytes?,
         lockfile: lockfile?,
         on_drift: on_drift?,
         require_lock: raw.require_lock.unwrap_or(d.require_lock),
@@ -624,6 +705,44 @@ fn validate_catalog(raw: &RawCatalog, diags: &mut Diagnostics<'_>) -> Option<Cat
             max_items: max_items?,
         },
     })
+}
+
+fn validate_state(
+    raw: &RawState,
+    env: &dyn Fn(&str) -> Option<String>,
+    diags: &mut Diagnostics<'_>,
+) -> StateConfig {
+    let mut out = StateConfig::default();
+    if let Some(dir) = &raw.dir {
+        if dir.get_ref().trim().is_empty() {
+            diags.push(
+                Some(dir.span()),
+                "state.dir",
+                "must be a directory path, not empty".into(),
+            );
+        } else {
+            out.dir = PathBuf::from(dir.get_ref());
+        }
+    }
+    if let Some(secret) = &raw.cursor_secret {
+        match expand_env(secret.get_ref(), env) {
+            Ok(value) if value.len() >= 32 => out.cursor_secret = Some(value),
+            Ok(value) => diags.push(
+                Some(secret.span()),
+                "state.cursor_secret",
+                format!(
+                    "is {} characters long: must be at least 32 (e.g. 64 hex digits from a random source)",
+                    value.len()
+                ),
+            ),
+            Err(var) => diags.push(
+                Some(secret.span()),
+                "state.cursor_secret",
+                format!("refers to ${{{var}}}, which is not set in the environment"),
+            ),
+        }
+    }
+    out
 }
 
 fn validate_upstream(
@@ -1042,7 +1161,33 @@ impl Default for CatalogConfig {
             refresh_interval: Duration::from_secs(300),
             read_timeout: Duration::from_secs(120),
             limits: WalkLimits::default(),
+            mode: CatalogMode::Full,
+            page_bytes: DEFAULT_PAGE_BYTES,
+            list_page_size: 500,
+            list_page_bytes: 1_048_576,
         }
+    }
+}
+
+impl Default for StateConfig {
+    fn default() -> Self {
+        StateConfig {
+            dir: PathBuf::from(".sluice"),
+            cursor_secret: None,
+        }
+    }
+}
+
+/// The secret is not shown.
+impl fmt::Debug for StateConfig {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("StateConfig")
+            .field("dir", &self.dir)
+            .field(
+                "cursor_secret",
+                &self.cursor_secret.as_ref().map(|_| "(set)"),
+            )
+            .finish()
     }
 }
 

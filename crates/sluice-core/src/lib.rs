@@ -27,6 +27,10 @@
 //!   definitions, and drift.
 //! - [`boundary`]: what may leave sluice: secret redaction, the read
 //!   budget with its fixed refusals, and operator projections.
+//! - [`envelope`]: the page builder of every list sluice owns: limit,
+//!   lite/full fields, the byte cap, sealed cursors.
+//! - [`progressive`]: the meta-tools of progressive discovery.
+//! - [`seal`]: HMAC-sealed tokens (request states, list cursors).
 //! - [`request_state`]: the sealed `requestState` that lets a 2026-07-28
 //!   client answer a legacy upstream's mid-call questions (MRTR bridging).
 //!
@@ -52,8 +56,11 @@ pub mod canonical;
 pub mod catalog;
 pub mod config;
 pub mod discovery;
+pub mod envelope;
 pub mod headers;
 pub mod jsonrpc;
 pub mod naming;
+pub mod progressive;
 pub mod protocol;
 pub mod request_state;
+pub mod seal;

@@ -17,11 +17,11 @@
 
 use base64::Engine;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
-use hmac::{Hmac, KeyInit, Mac};
 use serde_json::{Value, json};
+use sha2::{Digest, Sha256};
 
 use crate::canonical::canonical_json;
-use sha2::{Digest, Sha256};
+use crate::seal::{SealError, SealKey};
 
 /// Every state sluice issues starts with this, then its key id.
 pub const PREFIX: &str = "sluice1.";
@@ -29,9 +29,8 @@ pub const PREFIX: &str = "sluice1.";
 /// The secret that seals states, made by the shell at start.
 #[derive(Clone)]
 pub struct StateKey {
-    secret: [u8; 32],
-    /// `sluice1.<key id>.`: what this key's states start with.
-    prefix: String,
+    /// Prefix `sluice1.<key id>.`.
+    key: SealKey,
 }
 
 /// What a state says, once its seal is checked.
@@ -65,8 +64,6 @@ pub enum StateError {
     Mismatch,
 }
 
-type HmacSha256 = Hmac<Sha256>;
-
 // === impl StateKey ===
 
 impl StateKey {
@@ -75,36 +72,24 @@ impl StateKey {
         // The id is public: a digest of the secret reveals nothing of it.
         let id = URL_SAFE_NO_PAD.encode(&Sha256::digest(secret)[..6]);
         StateKey {
-            secret,
-            prefix: format!("{PREFIX}{id}."),
+            key: SealKey::new(secret, format!("{PREFIX}{id}."), "requestState"),
         }
     }
 
     /// Whether `token` was sealed with this key (by its prefix alone; the
     /// seal is checked by [`StateKey::open`]).
     pub fn issued(&self, token: &str) -> bool {
-        token.starts_with(&self.prefix)
-    }
-
-    fn mac(&self) -> HmacSha256 {
-        // HMAC takes a key of any length; 32 bytes never fails.
-        <HmacSha256 as KeyInit>::new_from_slice(&self.secret)
-            .unwrap_or_else(|_| unreachable!("HMAC accepts any key length"))
+        token.starts_with(self.key.prefix())
     }
 
     /// Seals a parked call's description.
     pub fn seal(&self, call: &ParkedCall) -> String {
-        let payload = json!({
+        self.key.seal(&json!({
             "h": call.handle,
             "m": call.method,
             "d": call.params_digest,
             "x": call.expires_at_ms,
-        });
-        let payload = URL_SAFE_NO_PAD.encode(payload.to_string());
-        let mut mac = self.mac();
-        mac.update(payload.as_bytes());
-        let tag = URL_SAFE_NO_PAD.encode(mac.finalize().into_bytes());
-        format!("{}{payload}.{tag}", self.prefix)
+        }))
     }
 
     /// Checks a state's seal and expiry, and that it belongs to this request.
@@ -115,20 +100,10 @@ impl StateKey {
         params: &Value,
         now_ms: u64,
     ) -> Result<ParkedCall, StateError> {
-        let body = token
-            .strip_prefix(&self.prefix)
-            .ok_or(StateError::Malformed)?;
-        let (payload, tag) = body.split_once('.').ok_or(StateError::Malformed)?;
-        let tag = URL_SAFE_NO_PAD
-            .decode(tag)
-            .map_err(|_| StateError::Malformed)?;
-        let mut mac = self.mac();
-        mac.update(payload.as_bytes());
-        mac.verify_slice(&tag).map_err(|_| StateError::BadSeal)?;
-        let payload = URL_SAFE_NO_PAD
-            .decode(payload)
-            .map_err(|_| StateError::Malformed)?;
-        let payload: Value = serde_json::from_slice(&payload).map_err(|_| StateError::Malformed)?;
+        let payload = self.key.open(token).map_err(|e| match e {
+            SealError::Malformed => StateError::Malformed,
+            SealError::BadSeal => StateError::BadSeal,
+        })?;
         let field = |k: &str| payload.get(k).and_then(Value::as_str).map(String::from);
         let call = ParkedCall {
             handle: field("h").ok_or(StateError::Malformed)?,
@@ -227,12 +202,12 @@ mod tests {
             json!({"h": "other", "m": "tools/call", "d": params_digest(&params), "x": 1_000})
                 .to_string(),
         );
-        let forged = format!("{}{forged_payload}.{tag}", key(1).prefix);
+        let forged = format!("{}{forged_payload}.{tag}", key(1).key.prefix());
         assert_eq!(
             key(1).open(&forged, "tools/call", &params, 5),
             Err(StateError::BadSeal)
         );
-        let short = format!("{}a.b", key(1).prefix);
+        let short = format!("{}a.b", key(1).key.prefix());
         for bad in [
             &head[..head.len() - 1],
             "sluice1.",

@@ -221,7 +221,7 @@ pub(crate) fn bridgeable(method: &str) -> bool {
     BRIDGEABLE.contains(&method)
 }
 
-fn now_ms() -> u64 {
+pub(crate) fn now_ms() -> u64 {
     SystemTime::now()
         .duration_since(UNIX_EPOCH)
         .map_or(0, |d| d.as_millis() as u64)

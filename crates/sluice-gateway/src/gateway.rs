@@ -12,6 +12,7 @@ use sluice_core::catalog::lockfile::{LockedUpstream, Lockfile};
 use sluice_core::catalog::{Federation, UpstreamCatalog};
 use sluice_core::config::Config;
 use sluice_core::discovery::ListKind;
+use sluice_core::envelope::Cursors;
 use tokio::sync::{broadcast, watch};
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
@@ -32,6 +33,8 @@ pub struct Gateway {
     pub(crate) hub: Arc<Hub>,
     /// The secret rules every answer goes through.
     pub(crate) redactor: Redactor,
+    /// Seals the cursors of every list sluice pages.
+    pub(crate) cursors: Cursors,
     shutdown: CancellationToken,
     tracker: TaskTracker,
 }
@@ -88,7 +91,9 @@ impl Gateway {
     /// connect in the background. With a lockfile, clients see only what it
     /// approves (`[catalog] on_drift` says what happens to the rest);
     /// without one, sluice runs unpinned.
-    pub fn start(config: Config, lock: Option<Lockfile>) -> Arc<Gateway> {
+    /// `cursor_secret` seals list cursors: keep it across restarts (the
+    /// CLI stores it in the state directory) so that cursors stay valid.
+    pub fn start(config: Config, lock: Option<Lockfile>, cursor_secret: [u8; 32]) -> Arc<Gateway> {
         let settings = settings(&config);
         let (events, _) = broadcast::channel(1024);
         let hub = Arc::new(Hub {
@@ -133,6 +138,7 @@ impl Gateway {
         Arc::new(Gateway {
             bridge: Bridge::new(config.server.request_timeout),
             redactor,
+            cursors: Cursors::new(cursor_secret),
             config,
             upstreams,
             hub,

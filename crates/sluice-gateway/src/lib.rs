@@ -14,6 +14,8 @@
 //! - `router`: what sluice does with each request ([`Gateway::handle`]):
 //!   answer from the federated catalog, or forward to the upstream that owns
 //!   the name or URI.
+//! - `listing`: every list a page at a time, and progressive mode's
+//!   meta-tools.
 //! - `bridge`: a forwarded call in flight, and the MRTR bridge that turns a
 //!   legacy upstream's mid-call questions into `input_required` rounds for
 //!   2026-07-28 clients.
@@ -30,6 +32,7 @@
 mod bridge;
 pub mod downstream;
 pub mod gateway;
+mod listing;
 mod pending;
 pub mod rescue;
 mod router;

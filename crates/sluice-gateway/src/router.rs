@@ -19,7 +19,9 @@ use tokio::sync::broadcast;
 use crate::bridge::{self, Flight, Question};
 use crate::downstream::{ClientSession, RequestCtx};
 use sluice_core::boundary::Boundary;
-use sluice_core::boundary::budget::{self, Surface};
+use sluice_core::boundary::budget::Surface;
+use sluice_core::config::CatalogMode;
+use sluice_core::progressive;
 
 use crate::gateway::{ClientEvent, Gateway};
 use crate::rescue;
@@ -64,7 +66,7 @@ impl Gateway {
         let outcome = match method {
             "ping" => Ok(json!({})),
             "server/discover" => Ok(self.discover_result()),
-            "tools/call" => self.call_named(ctx, ListKind::Tools, method, params).await,
+            "tools/call" => self.call_tool(ctx, params).await,
             "prompts/get" => {
                 self.call_named(ctx, ListKind::Prompts, method, params)
                     .await
@@ -77,7 +79,7 @@ impl Gateway {
             "logging/setLevel" => self.set_log_level(params).await,
             "subscriptions/listen" if ctx.era == Era::Modern => self.listen(ctx, params).await,
             _ => match ListKind::from_method(method) {
-                Some(kind) => Ok(self.list(kind)),
+                Some(kind) => self.list(kind, &params),
                 None => Err(RpcError::method_not_found(method)),
             },
         };
@@ -132,13 +134,38 @@ impl Gateway {
         (result, session)
     }
 
-    /// A whole federated list in one page (sluice's own paging comes with
-    /// the envelope work).
-    fn list(&self, kind: ListKind) -> Value {
-        let fed = self.federation();
-        let mut result = serde_json::Map::new();
-        result.insert(kind.field().into(), Value::Array(fed.list(kind).to_vec()));
-        Value::Object(result)
+    /// `tools/call`: a meta-tool in progressive mode, else a tool by its
+    /// namespaced name. `sluice_call_tool` is a direct call of the tool it
+    /// names, through the same policies.
+    async fn call_tool(&self, ctx: &RequestCtx, mut params: Value) -> Result<Value, RpcError> {
+        let name = params
+            .get("name")
+            .and_then(Value::as_str)
+            .unwrap_or_default();
+        if self.config.catalog.mode == CatalogMode::Progressive && progressive::is_meta_tool(name) {
+            let args = params
+                .get("arguments")
+                .cloned()
+                .unwrap_or_else(|| json!({}));
+            if let Some(answer) = self.meta_call(name, &args) {
+                return answer;
+            }
+            // sluice_call_tool: the inner call replaces the outer one.
+            let Some(inner) = args.get("name").and_then(Value::as_str) else {
+                return Err(RpcError::invalid_params(
+                    "arguments.name must be a tool's name",
+                ));
+            };
+            if let Some(obj) = params.as_object_mut() {
+                obj.insert("name".into(), inner.into());
+                obj.insert(
+                    "arguments".into(),
+                    args.get("arguments").cloned().unwrap_or_else(|| json!({})),
+                );
+            }
+        }
+        self.call_named(ctx, ListKind::Tools, "tools/call", params)
+            .await
     }
 
     /// `tools/call` and `prompts/get`: route by the namespaced name, restore
@@ -212,8 +239,7 @@ impl Gateway {
     fn tool_boundary<'a>(&'a self, upstream: &Upstream, exposed: &str, name: &str) -> Boundary<'a> {
         let up = &upstream.config;
         let fed = self.federation();
-        let listed = up.read_only_tools.iter().any(|t| t == name);
-        let read = budget::is_read_only(fed.tool(exposed), up.trusted, listed);
+        let read = self.is_read_only(&up.name, name, fed.tool(exposed));
         let mut boundary = self.boundary(upstream, Surface::Tool, read);
         if let Some(limit) = up.tool_read_budgets.get(name) {
             boundary.limit = *limit;

@@ -136,15 +136,33 @@ pub fn added_name(i: usize) -> String {
     format!("added_{i}")
 }
 
+/// The length of generated tool `i`'s description with
+/// `--varied-descriptions`: from 10 bytes (tool 0) up to 20,000, spread by a
+/// stride that visits the whole range.
+pub fn varied_description_len(i: usize) -> usize {
+    10 + (i * 7_919) % 19_991
+}
+
+/// A description of exactly `len` bytes that starts by naming the tool.
+fn sized_description(i: usize, len: usize) -> String {
+    let mut text = format!("Generated tool {i}. ");
+    while text.len() < len {
+        text.push_str("It answers with its own name. ");
+    }
+    text.truncate(len);
+    text
+}
+
 /// The whole tool list: fixed tools, then `gen_*`, then `added_*`.
-pub fn all_tools(generated: usize, added: usize) -> Vec<Value> {
+pub fn all_tools(generated: usize, added: usize, varied_descriptions: bool) -> Vec<Value> {
     let mut tools = fixed_tools();
     tools.extend((0..generated).map(|i| {
-        tool(
-            &gen_name(i),
-            "A generated tool (catalog padding); answers with its own name.",
-            &[],
-        )
+        let description = if varied_descriptions {
+            sized_description(i, varied_description_len(i))
+        } else {
+            "A generated tool (catalog padding); answers with its own name.".to_owned()
+        };
+        tool(&gen_name(i), &description, &[])
     }));
     tools.extend((0..added).map(|i| {
         tool(
@@ -362,8 +380,21 @@ mod tests {
     }
 
     #[test]
+    fn varied_descriptions_span_ten_bytes_to_twenty_kilobytes() {
+        let tools = all_tools(537, 0, true);
+        let lens: Vec<usize> = tools[15..]
+            .iter()
+            .map(|t| t["description"].as_str().unwrap().len())
+            .collect();
+        assert_eq!(lens[0], 10);
+        assert!(*lens.iter().max().unwrap() > 19_000);
+        assert!(lens.iter().all(|l| (10..=20_000).contains(l)));
+        assert_eq!(lens[5], varied_description_len(5));
+    }
+
+    #[test]
     fn tool_order_is_fixed_then_generated_then_added() {
-        let names: Vec<String> = all_tools(2, 1)
+        let names: Vec<String> = all_tools(2, 1, false)
             .iter()
             .map(|t| t["name"].as_str().unwrap().to_owned())
             .collect();
@@ -389,7 +420,7 @@ mod tests {
         ];
         assert_eq!(names, expected);
         assert!(
-            all_tools(0, 0)
+            all_tools(0, 0, false)
                 .iter()
                 .all(|t| t["inputSchema"]["type"] == "object")
         );
@@ -559,7 +590,7 @@ mod tests {
 
     #[test]
     fn read_budget_tools_are_annotated() {
-        let tools = all_tools(0, 0);
+        let tools = all_tools(0, 0, false);
         assert_eq!(tools.len(), 15);
         let annotations = |name: &str| {
             let tool = tools.iter().find(|t| t["name"] == name).unwrap();

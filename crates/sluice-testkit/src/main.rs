@@ -61,6 +61,11 @@ pub struct Config {
     #[arg(long, value_name = "N", default_value_t = 0)]
     pub tools: usize,
 
+    /// Give the generated tools descriptions from 10 bytes to 20 KB long (tool `i` gets
+    /// `10 + (i * 7919) % 19991` bytes), for tests of byte-capped list pages.
+    #[arg(long)]
+    pub varied_descriptions: bool,
+
     /// Number of text resources (`fixture://res/0000`, ...).
     #[arg(long, value_name = "N", default_value_t = 0)]
     pub resources: usize,

@@ -181,7 +181,10 @@ pub struct Fixture {
 
 impl Fixture {
     pub fn new(cfg: Config) -> Self {
-        let tools = Mutex::new((0, Arc::new(catalog::all_tools(cfg.tools, 0))));
+        let tools = Mutex::new((
+            0,
+            Arc::new(catalog::all_tools(cfg.tools, 0, cfg.varied_descriptions)),
+        ));
         Self {
             cfg,
             tools,
@@ -197,7 +200,14 @@ impl Fixture {
         let added = self.added.load(Ordering::SeqCst);
         let mut cached = self.tools.lock().unwrap_or_else(PoisonError::into_inner);
         if cached.0 != added {
-            *cached = (added, Arc::new(catalog::all_tools(self.cfg.tools, added)));
+            *cached = (
+                added,
+                Arc::new(catalog::all_tools(
+                    self.cfg.tools,
+                    added,
+                    self.cfg.varied_descriptions,
+                )),
+            );
         }
         Arc::clone(&cached.1)
     }
