@@ -176,6 +176,9 @@ pub struct UpstreamConfig {
     pub read_budget: Option<usize>,
     /// `tool_read_budget`: per-tool read budgets, by the upstream's names.
     pub tool_read_budgets: BTreeMap<String, usize>,
+    /// `prefix`: whether its tool and prompt names are shown as
+    /// `<name><separator><tool>` (default) or as they are.
+    pub prefixed: bool,
 }
 
 /// How sluice reaches an upstream.
@@ -321,6 +324,7 @@ struct RawUpstream {
     read_only_tools: Option<Vec<String>>,
     mcp_read_response_max_bytes: Option<Spanned<i64>>,
     tool_read_budget: Option<BTreeMap<String, Spanned<i64>>>,
+    prefix: Option<bool>,
 }
 
 /// Collects diagnostics with locations resolved against one source.
@@ -443,6 +447,7 @@ impl Config {
                     read_only_tools: Vec::new(),
                     read_budget: None,
                     tool_read_budgets: BTreeMap::new(),
+                    prefixed: true,
                 });
             }
         }
@@ -886,6 +891,7 @@ fn validate_upstream(
         read_only_tools: raw.read_only_tools.clone().unwrap_or_default(),
         read_budget,
         tool_read_budgets,
+        prefixed: raw.prefix.unwrap_or(true),
     })
 }
 
@@ -1119,6 +1125,18 @@ impl fmt::Debug for RedactionConfig {
 }
 
 impl Config {
+    /// How exposed tool and prompt names are made.
+    pub fn naming(&self) -> naming::Naming {
+        naming::Naming::new(
+            self.server.separator.clone(),
+            self.upstreams
+                .iter()
+                .filter(|u| !u.prefixed)
+                .map(|u| u.name.clone())
+                .collect(),
+        )
+    }
+
     /// Every exact value sluice knows is secret: the values of
     /// `[redaction] secret_env`, and the upstream credentials it holds (`env`
     /// entries and `headers` whose names name a secret, and the token part
@@ -1216,6 +1234,7 @@ impl fmt::Debug for UpstreamConfig {
             .field("read_only_tools", &self.read_only_tools)
             .field("read_budget", &self.read_budget)
             .field("tool_read_budgets", &self.tool_read_budgets)
+            .field("prefixed", &self.prefixed)
             .finish()
     }
 }
@@ -1692,6 +1711,17 @@ keep = ["$.summary", "$.rows[*].count"]
             errs[1].contains("policy.project[1]: needs exactly one of `keep`"),
             "{errs:?}"
         );
+    }
+
+    #[test]
+    fn prefix_can_be_turned_off_per_upstream() {
+        let c = parse("[[upstream]]\nname = \"conf\"\ncommand = \"x\"\nprefix = false\n\n[[upstream]]\nname = \"git\"\ncommand = \"y\"\n").expect("valid");
+        let naming = c.naming();
+        assert_eq!(
+            naming.exposed("conf", "test_simple_text"),
+            "test_simple_text"
+        );
+        assert_eq!(naming.exposed("git", "log"), "git__log");
     }
 
     #[test]

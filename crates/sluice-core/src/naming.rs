@@ -24,13 +24,45 @@ pub fn is_valid_upstream_name(name: &str) -> bool {
             .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || matches!(b, b'_' | b'-'))
 }
 
-/// The name a client sees for `name` on `upstream`.
-pub fn exposed_name(upstream: &str, separator: &str, name: &str) -> String {
-    let mut out = String::with_capacity(upstream.len() + separator.len() + name.len());
-    out.push_str(upstream);
-    out.push_str(separator);
-    out.push_str(name);
-    out
+/// How exposed names are made: the separator, and the upstreams whose
+/// names are shown as they are (`prefix = false`: one upstream whose tool
+/// names clients already know, e.g. a conformance fixture).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Naming {
+    separator: String,
+    unprefixed: Vec<String>,
+}
+
+impl Naming {
+    /// Names `<upstream><separator><name>`, except for `unprefixed`
+    /// upstreams.
+    pub fn new(separator: impl Into<String>, unprefixed: Vec<String>) -> Self {
+        Naming {
+            separator: separator.into(),
+            unprefixed,
+        }
+    }
+
+    /// Whether `upstream`'s names carry its prefix.
+    pub fn is_prefixed(&self, upstream: &str) -> bool {
+        !self.unprefixed.iter().any(|u| u == upstream)
+    }
+
+    /// The prefix of `upstream`'s names (`""` when unprefixed).
+    pub fn prefix(&self, upstream: &str) -> String {
+        if self.is_prefixed(upstream) {
+            format!("{upstream}{}", self.separator)
+        } else {
+            String::new()
+        }
+    }
+
+    /// The name a client sees for `name` on `upstream`.
+    pub fn exposed(&self, upstream: &str, name: &str) -> String {
+        let mut out = self.prefix(upstream);
+        out.push_str(name);
+        out
+    }
 }
 
 /// Turns a free-form server name (as `mcp.json` files have them) into a
@@ -91,7 +123,14 @@ mod tests {
     }
 
     #[test]
-    fn exposes_with_the_separator() {
-        assert_eq!(exposed_name("git", "__", "status"), "git__status");
+    fn exposes_with_the_separator_unless_unprefixed() {
+        let naming = Naming::new("__", vec!["conf".into()]);
+        assert_eq!(naming.exposed("git", "status"), "git__status");
+        assert_eq!(
+            naming.exposed("conf", "test_simple_text"),
+            "test_simple_text"
+        );
+        assert_eq!(naming.prefix("git"), "git__");
+        assert!(!naming.is_prefixed("conf"));
     }
 }

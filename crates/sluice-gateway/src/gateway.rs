@@ -13,6 +13,7 @@ use sluice_core::catalog::{Federation, UpstreamCatalog};
 use sluice_core::config::Config;
 use sluice_core::discovery::ListKind;
 use sluice_core::envelope::Cursors;
+use sluice_core::naming::Naming;
 use tokio::sync::{broadcast, watch};
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
@@ -42,7 +43,7 @@ pub struct Gateway {
 /// What clients share: the federated catalog and the event feed.
 pub(crate) struct Hub {
     order: Vec<String>,
-    separator: String,
+    naming: Naming,
     /// The approved catalogs; `None` runs unpinned.
     lock: Option<Lockfile>,
     on_drift: OnDrift,
@@ -98,7 +99,7 @@ impl Gateway {
         let (events, _) = broadcast::channel(1024);
         let hub = Arc::new(Hub {
             order: config.upstreams.iter().map(|u| u.name.clone()).collect(),
-            separator: config.server.separator.clone(),
+            naming: config.naming(),
             lock,
             on_drift: config.catalog.on_drift,
             approvals: Mutex::new(HashMap::new()),
@@ -315,10 +316,10 @@ impl Hub {
                 .collect();
             let mut fed = Federation::build(
                 ordered.iter().map(|(name, a)| (*name, &a.served)),
-                &self.separator,
+                &self.naming,
             );
             for (name, a) in &ordered {
-                fed.withhold(name, &self.separator, &a.withheld);
+                fed.withhold(name, &self.naming, &a.withheld);
             }
             (Arc::new(fed), previous)
         };

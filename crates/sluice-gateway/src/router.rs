@@ -362,16 +362,12 @@ impl Gateway {
     /// The upstream whose namespace a tool or prompt name is in, when that
     /// upstream has no complete catalog yet (so the name may well exist).
     fn pending_owner(&self, exposed: &str) -> Option<&str> {
-        let sep = &self.config.server.separator;
+        let naming = self.config.naming();
         self.upstreams
             .iter()
-            .filter(|u| u.status().catalog == "none")
+            .filter(|u| u.status().catalog == "none" && naming.is_prefixed(u.name()))
             .map(|u| u.name())
-            .find(|up| {
-                exposed
-                    .strip_prefix(*up)
-                    .is_some_and(|rest| rest.starts_with(sep.as_str()))
-            })
+            .find(|up| exposed.starts_with(&naming.prefix(up)))
     }
 
     /// The upstream that serves a URI: the one that lists it, else the

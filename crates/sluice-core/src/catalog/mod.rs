@@ -27,7 +27,7 @@ use std::collections::HashMap;
 use serde_json::Value;
 
 use crate::discovery::ListKind;
-use crate::naming::exposed_name;
+use crate::naming::Naming;
 use drift::{DriftKind, Withheld};
 
 /// The longest URI matched against templates.
@@ -129,15 +129,15 @@ impl Federation {
     /// (not started yet, or never read completely) contribute nothing.
     pub fn build<'a>(
         upstreams: impl IntoIterator<Item = (&'a str, &'a UpstreamCatalog)>,
-        separator: &str,
+        naming: &Naming,
     ) -> Self {
         let mut fed = Federation::default();
         for (upstream, catalog) in upstreams {
             for tool in &catalog.tools {
-                fed.add_named(ListKind::Tools, upstream, separator, tool);
+                fed.add_named(ListKind::Tools, upstream, naming, tool);
             }
             for prompt in &catalog.prompts {
-                fed.add_named(ListKind::Prompts, upstream, separator, prompt);
+                fed.add_named(ListKind::Prompts, upstream, naming, prompt);
             }
             for resource in &catalog.resources {
                 fed.add_resource(upstream, resource);
@@ -149,11 +149,11 @@ impl Federation {
         fed
     }
 
-    fn add_named(&mut self, kind: ListKind, upstream: &str, separator: &str, entry: &Value) {
+    fn add_named(&mut self, kind: ListKind, upstream: &str, naming: &Naming, entry: &Value) {
         let Some(name) = entry.get("name").and_then(Value::as_str) else {
             return;
         };
-        let exposed = exposed_name(upstream, separator, name);
+        let exposed = naming.exposed(upstream, name);
         let (routes, list) = match kind {
             ListKind::Prompts => (&mut self.prompt_routes, &mut self.prompts),
             _ => (&mut self.tool_routes, &mut self.tools),
@@ -277,16 +277,14 @@ impl Federation {
     }
 
     /// Records entries of `upstream` that are withheld for drift.
-    pub fn withhold(&mut self, upstream: &str, separator: &str, withheld: &[Withheld]) {
+    pub fn withhold(&mut self, upstream: &str, naming: &Naming, withheld: &[Withheld]) {
         for w in withheld {
             let route = WithheldRoute {
                 upstream: upstream.to_owned(),
                 drift: w.drift,
             };
             let key = match w.entry.kind {
-                ListKind::Tools | ListKind::Prompts => {
-                    exposed_name(upstream, separator, &w.entry.key)
-                }
+                ListKind::Tools | ListKind::Prompts => naming.exposed(upstream, &w.entry.key),
                 ListKind::ResourceTemplates => {
                     self.withheld_templates
                         .push((UriTemplate::parse(&w.entry.key), route.clone()));
@@ -427,7 +425,7 @@ mod tests {
     fn names_are_prefixed_and_routed_back() {
         let a = catalog(&["echo", "add"], &[], &[]);
         let b = catalog(&["echo"], &[], &[]);
-        let fed = Federation::build([("a", &a), ("b", &b)], "__");
+        let fed = Federation::build([("a", &a), ("b", &b)], &Naming::new("__", vec![]));
         let names: Vec<&str> = fed
             .list(ListKind::Tools)
             .iter()
@@ -454,10 +452,37 @@ mod tests {
     }
 
     #[test]
+    fn an_unprefixed_upstream_keeps_its_names_and_loses_collisions_to_earlier_ones() {
+        let tools = |names: &[&str]| UpstreamCatalog {
+            tools: names.iter().map(|n| json!({"name": n})).collect(),
+            ..UpstreamCatalog::default()
+        };
+        let (a, b) = (tools(&["x", "a__y"]), tools(&["y", "z"]));
+        let naming = Naming::new("__", vec!["b".into()]);
+        let fed = Federation::build([("a", &a), ("b", &b)], &naming);
+        let names: Vec<&str> = fed
+            .list(ListKind::Tools)
+            .iter()
+            .filter_map(|t| t["name"].as_str())
+            .collect();
+        assert_eq!(names, vec!["a__x", "a__a__y", "y", "z"]);
+        assert_eq!(fed.route_tool("z").map(|r| r.upstream.as_str()), Some("b"));
+        let clash = Federation::build(
+            [("a", &tools(&["z"])), ("b", &b)],
+            &Naming::new("__", vec!["a".into(), "b".into()]),
+        );
+        assert_eq!(
+            clash.route_tool("z").map(|r| r.upstream.as_str()),
+            Some("a")
+        );
+        assert_eq!(clash.collisions().len(), 1);
+    }
+
+    #[test]
     fn ambiguous_exposed_names_keep_the_first_upstream() {
         let a = catalog(&["_b"], &[], &[]);
         let b = catalog(&["b"], &[], &[]);
-        let fed = Federation::build([("a", &a), ("a_", &b)], "__");
+        let fed = Federation::build([("a", &a), ("a_", &b)], &Naming::new("__", vec![]));
         assert_eq!(fed.list(ListKind::Tools).len(), 1);
         assert_eq!(fed.route_tool("a___b").map(|r| r.name.as_str()), Some("_b"));
         assert_eq!(fed.collisions().len(), 1);
@@ -467,7 +492,7 @@ mod tests {
     fn resource_collisions_go_to_the_first_upstream() {
         let a = catalog(&[], &["file:///x"], &["a://{id}"]);
         let b = catalog(&[], &["file:///x", "file:///y"], &["b://item/{id}/data"]);
-        let fed = Federation::build([("a", &a), ("b", &b)], "__");
+        let fed = Federation::build([("a", &a), ("b", &b)], &Naming::new("__", vec![]));
         assert_eq!(fed.list(ListKind::Resources).len(), 2);
         assert_eq!(fed.route_resource("file:///x"), Some("a"));
         assert_eq!(fed.route_resource("file:///y"), Some("b"));
