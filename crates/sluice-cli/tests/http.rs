@@ -30,7 +30,7 @@ async fn modern_requests_are_stateless_and_carry_modern_fields() {
     assert_eq!(resp.headers()["content-type"], "application/json");
     let r = body(resp).await;
     assert_eq!(r["result"]["resultType"], json!("complete"));
-    assert_eq!(r["result"]["tools"].as_array().unwrap().len(), 15);
+    assert_eq!(r["result"]["tools"].as_array().unwrap().len(), 16);
     let r = s.call(2, "fx__echo", json!({"text": "hi"})).await;
     assert_eq!(first_text(&r), "hi");
     assert_eq!(r["result"]["resultType"], json!("complete"));
@@ -208,7 +208,7 @@ async fn a_legacy_session_lives_from_initialize_to_delete() {
         .await,
     )
     .await;
-    assert_eq!(r["result"]["tools"].as_array().unwrap().len(), 15);
+    assert_eq!(r["result"]["tools"].as_array().unwrap().len(), 16);
     assert!(
         r["result"].get("resultType").is_none(),
         "legacy results carry no resultType"
@@ -338,7 +338,7 @@ async fn health_shows_the_version_and_each_upstream() {
         .await;
     assert_eq!(h["version"], json!(env!("CARGO_PKG_VERSION")));
     assert_eq!(h["status"], json!("degraded"));
-    assert_eq!(h["upstreams"]["ok"]["tools"], json!(15));
+    assert_eq!(h["upstreams"]["ok"]["tools"], json!(16));
     assert_eq!(h["upstreams"]["ok"]["catalog"], json!("complete"));
     assert!(matches!(
         h["upstreams"]["dead"]["state"].as_str(),

@@ -84,7 +84,7 @@ fn lock_reads_every_page_and_is_stable() {
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
     let lock = setup.lock_json();
     assert_eq!(lock["version"], 1);
-    assert_eq!(count(&lock, "fx", "tools"), 315);
+    assert_eq!(count(&lock, "fx", "tools"), 316);
     assert_eq!(count(&lock, "fx", "resources"), 45);
     assert_eq!(count(&lock, "fx", "resourceTemplates"), 2);
     assert_eq!(count(&lock, "fx", "prompts"), 2);
@@ -104,7 +104,7 @@ fn lock_reads_every_page_and_is_stable() {
     assert_eq!(out.status.code(), Some(0), "{}", stdout(&out));
     assert_eq!(
         stdout(&out),
-        "fx: unchanged (315 tools, 45 resources, 2 resource templates, 2 prompts)\n"
+        "fx: unchanged (316 tools, 45 resources, 2 resource templates, 2 prompts)\n"
     );
 }
 
@@ -117,8 +117,8 @@ fn ten_thousand_tools_over_a_thousand_pages_are_read_completely() {
     let out = setup.run(&["lock"]);
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
     let lock = setup.lock_json();
-    // 15 fixed tools + 10,000 generated, over 1,113 pages.
-    assert_eq!(count(&lock, "fx", "tools"), 10_015);
+    // 16 fixed tools + 10,000 generated, over 1,113 pages.
+    assert_eq!(count(&lock, "fx", "tools"), 10_016);
     assert!(lock["upstreams"]["fx"]["tools"]["gen_9999"].is_object());
 }
 
@@ -126,7 +126,7 @@ fn ten_thousand_tools_over_a_thousand_pages_are_read_completely() {
 /// `check` says "not established" (exit 2), never "drifted".
 #[test]
 fn unfinished_reads_are_not_established_never_drift() {
-    // 35 tools over 9 pages: room for every fault.
+    // 36 tools over 9 pages: room for every fault.
     let good = fixture_upstream("fx", &["--tools", "20", "--page-size", "4"]);
     let setup = Setup::new(&good);
     assert_eq!(setup.run(&["lock"]).status.code(), Some(0));
@@ -228,7 +228,7 @@ async fn a_changed_description_is_reported_and_blocked_then_warned() {
         json!({"added": 0, "removed": 0, "changed": 1})
     );
     let listed = tool_names(&sluice).await;
-    assert_eq!(listed.len(), 14, "{listed:?}");
+    assert_eq!(listed.len(), 15, "{listed:?}");
     assert!(!listed.contains(&"fx__echo".to_owned()));
     let answer = sluice.call(2, "fx__echo", json!({"text": "hi"})).await;
     assert_eq!(answer["error"]["code"], -32010, "{answer}");
@@ -319,18 +319,18 @@ async fn a_catalog_never_read_completely_serves_nothing_and_says_why() {
 /// A catalog that was read once stays served when a later read fails.
 #[tokio::test]
 async fn a_later_unfinished_read_keeps_the_last_catalog_as_stale() {
-    // 15 tools fill one page of 15 exactly; one `add_tool` makes a second
+    // 16 tools fill one page of 16 exactly; one `add_tool` makes a second
     // page, and the fixture fails every page 2.
     let sluice = HttpSluice::start(&fixture_upstream(
         "fx",
-        &["--page-size", "15", "--fail-page", "2"],
+        &["--page-size", "16", "--fail-page", "2"],
     ))
     .await;
     sluice
         .wait_health(|h| h["upstreams"]["fx"]["catalog"] == "complete")
         .await;
     let before = tool_names(&sluice).await;
-    assert_eq!(before.len(), 15);
+    assert_eq!(before.len(), 16);
     sluice.call(1, "fx__add_tool", json!({})).await;
     sluice
         .wait_health(|h| h["upstreams"]["fx"]["catalog"] == "stale")
@@ -359,13 +359,13 @@ fn an_upstream_missing_from_the_lockfile_is_drift_and_can_be_locked_alone() {
         text.contains("more: drifted (not in the lockfile)\n  + tool add_tool\n"),
         "{text}"
     );
-    assert_eq!(text.matches("\n  + tool ").count(), 17, "{text}");
+    assert_eq!(text.matches("\n  + tool ").count(), 18, "{text}");
     let before = setup.lock_json();
     let out = setup.run(&["lock", "--upstream", "more"]);
     assert_eq!(out.status.code(), Some(0), "{}", stdout(&out));
     let after = setup.lock_json();
     assert_eq!(after["upstreams"]["fx"], before["upstreams"]["fx"]);
-    assert_eq!(count(&after, "more", "tools"), 17);
+    assert_eq!(count(&after, "more", "tools"), 18);
     assert_eq!(setup.run(&["check"]).status.code(), Some(0));
 }
 

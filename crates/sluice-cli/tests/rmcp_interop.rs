@@ -504,8 +504,8 @@ async fn exercise(client: Client, lifecycle: Lifecycle) {
     let (tools, _pages) = all_tools(&client).await;
     let names: Vec<&str> = tools.iter().map(|t| t.name.as_ref()).collect();
     let unique: BTreeSet<&str> = names.iter().copied().collect();
-    assert_eq!(names.len(), 40, "{names:?}");
-    assert_eq!(unique.len(), 40, "no tool twice: {names:?}");
+    assert_eq!(names.len(), 41, "{names:?}");
+    assert_eq!(unique.len(), 41, "no tool twice: {names:?}");
     assert!(names.iter().all(|n| n.starts_with("fx__")), "{names:?}");
     for i in 0..25 {
         assert!(unique.contains(format!("fx__gen_{i:04}").as_str()));

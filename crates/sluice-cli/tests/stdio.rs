@@ -9,8 +9,8 @@ use std::collections::BTreeSet;
 use common::*;
 use serde_json::{Value, json};
 
-/// The fixture's fifteen fixed tools.
-const FIXED_TOOLS: [&str; 15] = [
+/// The fixture's sixteen fixed tools.
+const FIXED_TOOLS: [&str; 16] = [
     "echo",
     "lossless",
     "crash",
@@ -26,6 +26,7 @@ const FIXED_TOOLS: [&str; 15] = [
     "reflect",
     "huge_read",
     "huge_write",
+    "elicit",
 ];
 
 fn two_upstreams() -> String {

@@ -123,6 +123,11 @@ fn fixed_tools() -> Vec<Value> {
             "inputSchema": schema(&[("bytes", "integer")]),
             "annotations": {"destructiveHint": true, "readOnlyHint": false}
         }),
+        tool(
+            "elicit",
+            "Asks the client for input about `message` (legacy: elicitation/create; modern: an MRTR input request) and returns its answer as `action=<action> content=<content as JSON>`.",
+            &[("message", "string")],
+        ),
     ]
 }
 
@@ -382,7 +387,7 @@ mod tests {
     #[test]
     fn varied_descriptions_span_ten_bytes_to_twenty_kilobytes() {
         let tools = all_tools(537, 0, true);
-        let lens: Vec<usize> = tools[15..]
+        let lens: Vec<usize> = tools[16..]
             .iter()
             .map(|t| t["description"].as_str().unwrap().len())
             .collect();
@@ -414,6 +419,7 @@ mod tests {
             "reflect",
             "huge_read",
             "huge_write",
+            "elicit",
             "gen_0000",
             "gen_0001",
             "added_0",
@@ -591,7 +597,7 @@ mod tests {
     #[test]
     fn read_budget_tools_are_annotated() {
         let tools = all_tools(0, 0, false);
-        assert_eq!(tools.len(), 15);
+        assert_eq!(tools.len(), 16);
         let annotations = |name: &str| {
             let tool = tools.iter().find(|t| t["name"] == name).unwrap();
             tool.get("annotations").cloned()

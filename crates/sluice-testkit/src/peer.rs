@@ -2,7 +2,8 @@
 //!
 //! A [`Peer`] tracks the requests being worked on (so `notifications/cancelled` can stop them),
 //! the server→client requests waiting for an answer (`sampling/createMessage` from the `sample`
-//! tool), and where unsolicited notifications (`notifications/tools/list_changed`) go.
+//! tool, `elicitation/create` from `elicit`), and where unsolicited notifications
+//! (`notifications/tools/list_changed`) go.
 
 use std::collections::HashMap;
 use std::future::Future;

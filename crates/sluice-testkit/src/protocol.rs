@@ -744,7 +744,7 @@ mod tests {
         }
         // A page beyond the list never fails: the walk just ends.
         let fx = fixture(&["--page-size", "3", "--fail-page", "9"]);
-        assert!(matches!(walk(&fx, 10), (pages, End::Last) if pages.len() == 5));
+        assert!(matches!(walk(&fx, 10), (pages, End::Last) if pages.len() == 6));
     }
 
     #[test]
@@ -777,7 +777,7 @@ mod tests {
         let (pages, end) = walk(&fx, 10);
         assert!(matches!(end, End::Last));
         let names = tool_names(&pages);
-        assert_eq!(names.len(), 16, "15 tools + the duplicate");
+        assert_eq!(names.len(), 17, "16 tools + the duplicate");
         assert_eq!(names.iter().filter(|n| **n == "echo").count(), 2);
         assert_eq!(pages.len(), 4);
         assert_eq!(pages[3].items.last(), pages[0].items.first());
@@ -785,13 +785,13 @@ mod tests {
         let fx = fixture(&["--duplicate-tool"]);
         let (pages, _) = walk(&fx, 10);
         let names = tool_names(&pages);
-        assert_eq!((pages.len(), names.len()), (1, 16));
-        assert_eq!((names[0], names[15]), ("echo", "echo"));
+        assert_eq!((pages.len(), names.len()), (1, 17));
+        assert_eq!((names[0], names[16]), ("echo", "echo"));
 
         let (pages, _) = walk(&fixture(&[]), 10);
         assert_eq!(
             tool_names(&pages).len(),
-            15,
+            16,
             "no duplicate without the flag"
         );
     }

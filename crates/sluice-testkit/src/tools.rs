@@ -72,6 +72,7 @@ pub async fn call(fx: &Arc<Fixture>, params: &Value, ctx: &ReqCtx) -> Result<Pay
         }
         "progress" => progress(args, params, ctx).await,
         "sample" => return sample(args, params, ctx).await.map(Payload::from),
+        "elicit" => return elicit(args, params, ctx).await.map(Payload::from),
         // The catalog changes at run time: list_changed notification and cache invalidation.
         "add_tool" => {
             let added = fx.add_tool();
@@ -298,12 +299,7 @@ async fn sample(args: &Value, params: &Value, ctx: &ReqCtx) -> Result<Value, Rpc
                     },
                 );
             }
-            let declared = params
-                .get("_meta")
-                .and_then(|m| m.get(META_CLIENT_CAPABILITIES))
-                .and_then(|c| c.get("sampling"))
-                .is_some();
-            if !declared {
+            if !declares(params, "sampling") {
                 return Err(RpcError::new(-32021, "Missing required client capability")
                     .with_data(json!({"requiredCapabilities": {"sampling": {}}})));
             }
@@ -312,6 +308,88 @@ async fn sample(args: &Value, params: &Value, ctx: &ReqCtx) -> Result<Value, Rpc
                 "inputRequests": {"sample": {
                     "method": "sampling/createMessage",
                     "params": sampling_params(prompt)
+                }}
+            }))
+        }
+    }
+}
+
+/// The elicitation request the `elicit` tool makes.
+fn elicitation_params(message: &str) -> Value {
+    json!({
+        "message": message,
+        "requestedSchema": {
+            "type": "object",
+            "properties": {"answer": {"type": "string"}},
+            "required": ["answer"]
+        }
+    })
+}
+
+/// The `elicit` tool's answer for the client's elicitation result:
+/// `action=<action> content=<content as compact JSON>` (`content=null` if absent).
+fn elicitation_answer(reply: &Value) -> Value {
+    match reply.get("action").and_then(Value::as_str) {
+        Some(action) => {
+            let content = reply.get("content").unwrap_or(&Value::Null);
+            text(format!("action={action} content={content}"))
+        }
+        None => tool_error("elicitation reply has no action"),
+    }
+}
+
+/// Whether a modern request declared the client capability `name` in its `_meta`.
+fn declares(params: &Value, name: &str) -> bool {
+    params
+        .get("_meta")
+        .and_then(|m| m.get(META_CLIENT_CAPABILITIES))
+        .and_then(|c| c.get(name))
+        .is_some()
+}
+
+/// `elicit`: server→client elicitation, the twin of [`sample`].
+///
+/// Legacy: sends `elicitation/create` `{message, requestedSchema}` to the client and answers
+/// `action=<action> content=<content>` from its reply (`isError` if the client returned an
+/// error or no `action`).
+///
+/// Modern: MRTR. Without `inputResponses.elicit` it returns `resultType: "input_required"` with
+/// `inputRequests.elicit` (or `-32021` if the request did not declare the `elicitation` client
+/// capability); the retry's `inputResponses.elicit` is answered the same way.
+async fn elicit(args: &Value, params: &Value, ctx: &ReqCtx) -> Result<Value, RpcError> {
+    let message = match str_arg(args, "message") {
+        Ok(m) => m,
+        Err(e) => return Ok(e),
+    };
+    match ctx.era {
+        Era::Legacy => {
+            let Some(peer) = &ctx.peer else {
+                return Ok(tool_error("no client connection to elicit from"));
+            };
+            let reply = peer
+                .request(&ctx.out, "elicitation/create", elicitation_params(message))
+                .await;
+            Ok(match reply {
+                Some(r) if r.get("error").is_some() => {
+                    tool_error(format!("client returned an error: {}", r["error"]))
+                }
+                Some(r) => elicitation_answer(r.get("result").unwrap_or(&Value::Null)),
+                None => tool_error("client went away before answering"),
+            })
+        }
+        Era::Modern => {
+            if let Some(resp) = params.pointer("/inputResponses/elicit") {
+                return Ok(elicitation_answer(resp));
+            }
+            if !declares(params, "elicitation") {
+                return Err(RpcError::new(-32021, "Missing required client capability")
+                    .with_data(json!({"requiredCapabilities": {"elicitation": {}}})));
+            }
+            Ok(json!({
+                "resultType": "input_required",
+                "inputRequests": {"elicit": {
+                    "method": "elicitation/create",
+                    "params": elicitation_params(message)
                 }}
             }))
         }

@@ -51,7 +51,7 @@ fn tool<'a>(tools: &'a Value, name: &str) -> &'a Value {
 fn tools_are_listed_with_their_annotations() {
     let mut fx = StdioFixture::spawn(&[]);
     let tools = fx.result("tools/list", modern(json!({})));
-    assert_eq!(tools["tools"].as_array().unwrap().len(), 15);
+    assert_eq!(tools["tools"].as_array().unwrap().len(), 16);
     for name in ["read_big", "reflect", "huge_read"] {
         assert_eq!(
             tool(&tools, name)["annotations"],

@@ -99,7 +99,7 @@ fn dual_shapes_results_per_request() {
     fx.initialize("2025-11-25");
     let l = fx.result("tools/list", json!({}));
     assert!(l.get("resultType").is_none() && l.get("ttlMs").is_none());
-    assert_eq!(l["tools"].as_array().unwrap().len(), 15);
+    assert_eq!(l["tools"].as_array().unwrap().len(), 16);
     let echo = fx.result("tools/call", tool_call("echo", json!({"text": "hi"})));
     assert_eq!(echo, json!({"content": [{"type": "text", "text": "hi"}]}));
 }
@@ -156,6 +156,7 @@ fn tools_resources_prompts() {
         "reflect",
         "huge_read",
         "huge_write",
+        "elicit",
         "gen_0000",
         "gen_0001",
         "gen_0002",
@@ -220,11 +221,11 @@ fn pagination_drains_everything() {
         None => modern(json!({})),
     };
     let (pages, tools) = drain(&mut fx, "tools/list", "tools", 100, cursor_params);
-    assert_eq!((pages, tools.len()), (6, 40)); // 15 fixed + 25 generated, 7 per page
+    assert_eq!((pages, tools.len()), (6, 41)); // 16 fixed + 25 generated, 7 per page
     let mut names: Vec<&str> = tools.iter().map(|t| t["name"].as_str().unwrap()).collect();
     names.sort_unstable();
     names.dedup();
-    assert_eq!(names.len(), 40);
+    assert_eq!(names.len(), 41);
 
     let (pages, res) = drain(&mut fx, "resources/list", "resources", 100, cursor_params);
     assert_eq!((pages, res.len()), (2, 12));
@@ -237,7 +238,7 @@ fn pagination_drains_everything() {
         None => json!({}),
     };
     let (pages, tools) = drain(&mut fx, "tools/list", "tools", 100, legacy);
-    assert_eq!((pages, tools.len()), (6, 40));
+    assert_eq!((pages, tools.len()), (6, 41));
 }
 
 #[test]
@@ -308,13 +309,13 @@ fn cursor_mode_empty_string() {
         10,
     );
     assert_eq!(pages[0]["nextCursor"], "");
-    assert_eq!(pages.len(), 4, "17 tools in pages of 5");
+    assert_eq!(pages.len(), 4, "18 tools in pages of 5");
     assert_eq!(pages[1]["tools"][0]["name"], "progress");
     let total: usize = pages
         .iter()
         .map(|p| p["tools"].as_array().unwrap().len())
         .sum();
-    assert_eq!(total, 17);
+    assert_eq!(total, 18);
 }
 
 #[test]
@@ -326,7 +327,7 @@ fn cursor_mode_non_string() {
         .iter()
         .map(|p| p["tools"].as_array().unwrap().len())
         .sum();
-    assert_eq!(total, 15);
+    assert_eq!(total, 16);
 }
 
 #[test]
@@ -584,6 +585,74 @@ fn sample_modern_uses_mrtr() {
     let r = fx.result("tools/call", params);
     assert_eq!(r["resultType"], "complete");
     assert_eq!(text_of(&r), "yo");
+}
+
+#[test]
+fn elicit_asks_the_client() {
+    let mut fx = StdioFixture::spawn(&[]);
+    fx.initialize("2025-11-25");
+    let id = fx.request(
+        "tools/call",
+        tool_call("elicit", json!({"message": "your name?"})),
+    );
+    let req = fx.recv();
+    assert_eq!(req["method"], "elicitation/create");
+    assert_eq!(req["params"]["message"], "your name?");
+    assert_eq!(
+        req["params"]["requestedSchema"]["required"],
+        json!(["answer"])
+    );
+    fx.send(&json!({"jsonrpc": "2.0", "id": req["id"], "result": {
+        "action": "accept", "content": {"answer": "Ada"}}}));
+    assert_eq!(
+        text_of(&fx.response(id)["result"]),
+        r#"action=accept content={"answer":"Ada"}"#
+    );
+
+    let id = fx.request(
+        "tools/call",
+        tool_call("elicit", json!({"message": "again"})),
+    );
+    let req = fx.recv();
+    fx.send(&json!({"jsonrpc": "2.0", "id": req["id"], "result": {"action": "decline"}}));
+    assert_eq!(
+        text_of(&fx.response(id)["result"]),
+        "action=decline content=null"
+    );
+
+    let id = fx.request(
+        "tools/call",
+        tool_call("elicit", json!({"message": "once more"})),
+    );
+    let req = fx.recv();
+    fx.send(
+        &json!({"jsonrpc": "2.0", "id": req["id"], "error": {"code": -1, "message": "denied"}}),
+    );
+    assert_eq!(fx.response(id)["result"]["isError"], true);
+}
+
+#[test]
+fn elicit_modern_uses_mrtr() {
+    let mut fx = StdioFixture::spawn(&[]);
+    assert_eq!(
+        fx.error_code(
+            "tools/call",
+            modern(tool_call("elicit", json!({"message": "m"})))
+        ),
+        -32021
+    );
+    let mut params = tool_call("elicit", json!({"message": "m"}));
+    params["_meta"] =
+        modern_meta(json!({"io.modelcontextprotocol/clientCapabilities": {"elicitation": {}}}));
+    let r = fx.result("tools/call", params.clone());
+    assert_eq!(r["resultType"], "input_required");
+    assert_eq!(r["inputRequests"]["elicit"]["method"], "elicitation/create");
+    assert_eq!(r["inputRequests"]["elicit"]["params"]["message"], "m");
+    params["inputResponses"] =
+        json!({"elicit": {"action": "accept", "content": {"answer": "yes"}}});
+    let r = fx.result("tools/call", params);
+    assert_eq!(r["resultType"], "complete");
+    assert_eq!(text_of(&r), r#"action=accept content={"answer":"yes"}"#);
 }
 
 #[test]
