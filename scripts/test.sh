@@ -3,7 +3,8 @@
 # checks formatting and lints, runs the Rust tests (unit, property and
 # integration against misbehaving fixture servers), then drives the real
 # sluice binary with real clients (Python mcp 2.3.0, inspector 2.12)
-# against real MCP servers.
+# against real MCP servers, and runs the official conformance suite directly
+# against the conformance fixture and through sluice (scripts/conformance.sh).
 #
 #   scripts/test.sh
 set -euo pipefail
@@ -31,3 +32,6 @@ cargo nextest run --workspace --locked --no-fail-fast
 step "sluice with real MCP clients and servers"
 export SLUICE_BIN="$PWD/target/debug/sluice"
 "$PEERS/venv/bin/python" -m pytest tests/integration -q
+
+step "the official MCP conformance suite, directly and through sluice"
+scripts/conformance.sh "$SLUICE_BIN"

@@ -117,10 +117,29 @@ async fn the_guards_refuse_before_dispatch() {
         .await;
     assert_eq!(resp.status(), 400);
     assert_eq!(body(resp).await["error"]["code"], json!(-32020));
-    // Unsupported version: -32022 with the supported list.
+    // Unsupported version (header and body agree): -32022 with the
+    // supported list.
     let mut old = list.clone();
     old["params"]["_meta"]["io.modelcontextprotocol/protocolVersion"] = json!("2099-01-01");
+    let future_headers: Vec<(&str, &str)> = modern_headers
+        .iter()
+        .map(|(k, v)| {
+            if *k == "mcp-protocol-version" {
+                (*k, "2099-01-01")
+            } else {
+                (*k, *v)
+            }
+        })
+        .collect();
+    let resp = s.post(&old, &future_headers).await;
+    assert_eq!(resp.status(), 400);
+    let e = body(resp).await;
+    assert_eq!(e["error"]["code"], json!(-32022));
+    // A header that contradicts the body is a mismatch first.
     let resp = s.post(&old, &modern_headers).await;
+    assert_eq!(resp.status(), 400);
+    assert_eq!(body(resp).await["error"]["code"], json!(-32020));
+    let resp = s.post(&old, &future_headers).await;
     assert_eq!(resp.status(), 400);
     let e = body(resp).await;
     assert_eq!(e["error"]["code"], json!(-32022));

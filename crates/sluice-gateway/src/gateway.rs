@@ -61,6 +61,9 @@ pub(crate) struct Hub {
     /// so that a subscribe and an unsubscribe for the same URI reach the
     /// upstream in the order their counts changed.
     subscription_locks: Mutex<HashMap<(String, String), OrderLock>>,
+    /// The `subscriptions/listen` streams that hold resource subscriptions
+    /// on modern upstreams, by (upstream, URI).
+    resource_listens: Mutex<HashMap<(String, String), tokio::task::AbortHandle>>,
 }
 
 /// What publishing a complete read found.
@@ -108,6 +111,7 @@ impl Gateway {
             settled: watch::Sender::new(0),
             subscriptions: Mutex::new(HashMap::new()),
             subscription_locks: Mutex::new(HashMap::new()),
+            resource_listens: Mutex::new(HashMap::new()),
         });
         let upstreams: Vec<Arc<Upstream>> = config
             .upstreams
@@ -385,6 +389,37 @@ impl Hub {
             diff.removed.len(),
             diff.changed.len()
         );
+    }
+
+    /// Keeps the task whose listen stream holds a resource subscription (a
+    /// previous one, from before a reconnect, is ended).
+    pub(crate) fn start_resource_listen(
+        &self,
+        upstream: &str,
+        uri: &str,
+        task: tokio::task::AbortHandle,
+    ) {
+        let key = (upstream.to_owned(), uri.to_owned());
+        let mut listens = self
+            .resource_listens
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
+        if let Some(old) = listens.insert(key, task) {
+            old.abort();
+        }
+    }
+
+    /// Ends the listen stream of a resource subscription; `false` when
+    /// there was none (a legacy upstream: send `resources/unsubscribe`).
+    pub(crate) fn end_resource_listen(&self, upstream: &str, uri: &str) -> bool {
+        let key = (upstream.to_owned(), uri.to_owned());
+        let task = self
+            .resource_listens
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .remove(&key);
+        // Aborting drops the request, which cancels it upstream.
+        task.map(|t| t.abort()).is_some()
     }
 
     /// One more session wants `uri` on `upstream`; `true` for the first

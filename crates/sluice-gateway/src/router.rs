@@ -26,7 +26,7 @@ use sluice_core::progressive;
 use crate::gateway::{ClientEvent, Gateway};
 use crate::rescue;
 use crate::rescue::UpstreamError;
-use crate::upstream::{Related, Upstream};
+use crate::upstream::{self, Related, Upstream};
 
 /// Caching hints on what sluice serves from its own catalog: the catalog is
 /// the same for every client (no per-user auth yet), and clients learn of
@@ -38,6 +38,22 @@ const CATALOG_HINTS: CacheHints = CacheHints {
 };
 /// The most MRTR rounds one request may take.
 const MAX_INPUT_ROUNDS: usize = 10;
+
+/// The level of log messages asked of a modern upstream for a legacy client
+/// that never called `logging/setLevel`.
+const DEFAULT_LOG_LEVEL: &str = "info";
+
+/// Sets one `_meta` key of request params.
+fn set_meta(params: &mut Value, key: &str, value: Value) {
+    if let Some(obj) = params.as_object_mut()
+        && let Some(meta) = obj
+            .entry("_meta")
+            .or_insert_with(|| json!({}))
+            .as_object_mut()
+    {
+        meta.insert(key.to_owned(), value);
+    }
+}
 
 /// The longest a request waits for upstreams still starting.
 const SETTLE_WAIT_MAX: std::time::Duration = std::time::Duration::from_secs(10);
@@ -64,6 +80,9 @@ impl Gateway {
             self.settled(limit).await;
         }
         let outcome = match method {
+            _ if ctx.era == Era::Modern && protocol::removed_in_modern(method) => {
+                Err(RpcError::method_not_found(method))
+            }
             "ping" => Ok(json!({})),
             "server/discover" => Ok(self.discover_result()),
             "tools/call" => self.call_tool(ctx, params).await,
@@ -76,7 +95,7 @@ impl Gateway {
                 self.subscribe_resource(ctx, method, params).await
             }
             "completion/complete" => self.complete(ctx, params).await,
-            "logging/setLevel" => self.set_log_level(params).await,
+            "logging/setLevel" => self.set_log_level(ctx, params).await,
             "subscriptions/listen" if ctx.era == Era::Modern => self.listen(ctx, params).await,
             _ => match ListKind::from_method(method) {
                 Some(kind) => self.list(kind, &params),
@@ -311,6 +330,20 @@ impl Gateway {
         if !self.hub.acquire_subscription(name, &uri) {
             return Ok(json!({}));
         }
+        // A modern upstream has no resources/subscribe: a listen stream
+        // naming the URI holds the subscription instead.
+        if let Ok(conn) = upstream.connection()
+            && conn.description().era == Era::Modern
+        {
+            upstream::subscribe_resource(
+                name,
+                &self.hub,
+                &conn,
+                &uri,
+                self.config.server.request_timeout,
+            );
+            return Ok(json!({}));
+        }
         let boundary = self.boundary(upstream, Surface::Resource, false);
         let result = self
             .forward(ctx, upstream, method, &params.clone(), params, &boundary)
@@ -331,9 +364,7 @@ impl Gateway {
     /// Sends `resources/unsubscribe` upstream on its own task: a slow or
     /// hung upstream must not hold the client (or a session's end) up.
     pub(crate) fn unsubscribe_upstream(&self, upstream: &str, uri: &str) {
-        let Some(Ok(conn)) = self.upstream(upstream).map(|u| u.connection()) else {
-            return;
-        };
+        let conn = self.upstream(upstream).and_then(|u| u.connection().ok());
         let timeout = self.config.server.request_timeout;
         let hub = Arc::clone(&self.hub);
         let (upstream, uri) = (upstream.to_owned(), uri.to_owned());
@@ -345,6 +376,13 @@ impl Gateway {
             if hub.subscription_count(&upstream, &uri) > 0 {
                 return;
             }
+            // A modern upstream's subscription is its listen stream.
+            if hub.end_resource_listen(&upstream, &uri) {
+                return;
+            }
+            let Some(conn) = conn else {
+                return;
+            };
             let params = json!({"uri": uri});
             let _ = conn
                 .request(
@@ -442,11 +480,16 @@ impl Gateway {
 
     /// Sets the level on every connected legacy upstream that offers
     /// logging (2026-07-28 moved the level into each request's `_meta`).
-    async fn set_log_level(&self, params: Value) -> Result<Value, RpcError> {
-        if params.get("level").and_then(Value::as_str).is_none() {
+    async fn set_log_level(&self, ctx: &RequestCtx, params: Value) -> Result<Value, RpcError> {
+        let Some(level) = params.get("level").and_then(Value::as_str) else {
             return Err(RpcError::invalid_params(
                 "params.level must be a logging level",
             ));
+        };
+        // Modern upstreams take the level per request: it goes with each of
+        // this session's requests (see `forward`).
+        if let Some(session) = &ctx.session {
+            session.set_log_level(level);
         }
         for up in &self.upstreams {
             let Ok(conn) = up.connection() else { continue };
@@ -553,6 +596,19 @@ impl Gateway {
         } else {
             Some(upstream.connection().map_err(|e| e.to_rpc())?)
         };
+        // A legacy client gets log messages unless it lowered the level; a
+        // modern upstream sends them only for requests that carry a level.
+        if let Some(conn) = &conn
+            && ctx.era == Era::Legacy
+            && conn.description().era == Era::Modern
+        {
+            let level = ctx
+                .session
+                .as_ref()
+                .and_then(|s| s.log_level())
+                .unwrap_or_else(|| DEFAULT_LOG_LEVEL.to_owned());
+            set_meta(&mut params, protocol::META_LOG_LEVEL, level.into());
+        }
         for _ in 0..MAX_INPUT_ROUNDS {
             let flight = match &conn {
                 None => self.bridge.resume(method, client_params)?,

@@ -164,7 +164,12 @@ async fn post_mcp(
     };
     match message {
         Message::Request { id, method, params } => {
-            if protocol::request_era(&params) == Era::Modern {
+            // The header says so even when the body's `_meta` is missing
+            // (which is then refused as invalid params, not taken as legacy).
+            let modern_header = headers
+                .get("mcp-protocol-version")
+                .is_some_and(|v| v.as_bytes() == protocol::MODERN_VERSION.as_bytes());
+            if modern_header || protocol::request_era(&params) == Era::Modern {
                 modern_request(state, &headers, id, method, params).await
             } else if method == "initialize" {
                 initialize(&state, id, &params)
@@ -211,13 +216,15 @@ async fn modern_request(
     method: String,
     params: Value,
 ) -> Response {
+    // Headers first: a header that contradicts the body is a mismatch,
+    // whatever else is wrong with the body.
+    if let Err(e) = check_modern_headers(headers, &method, &params) {
+        return rpc_error_response(StatusCode::BAD_REQUEST, id, e);
+    }
     let meta = match protocol::check_modern_meta(&params) {
         Ok(meta) => meta,
         Err(e) => return rpc_error_response(StatusCode::BAD_REQUEST, id, e),
     };
-    if let Err(e) = check_modern_headers(headers, &method, &params) {
-        return rpc_error_response(StatusCode::BAD_REQUEST, id, e);
-    }
     if let Err(e) = check_param_headers(&state.gateway, headers, &method, &params) {
         return rpc_error_response(StatusCode::BAD_REQUEST, id, e);
     }
@@ -377,6 +384,9 @@ async fn respond(
         Some(first) if first.get("method").is_none() => {
             let status = match first.pointer("/error/code").and_then(Value::as_i64) {
                 Some(jsonrpc::METHOD_NOT_FOUND) if era == Era::Modern => StatusCode::NOT_FOUND,
+                Some(jsonrpc::MISSING_CLIENT_CAPABILITY) if era == Era::Modern => {
+                    StatusCode::BAD_REQUEST
+                }
                 _ => StatusCode::OK,
             };
             json_response(status, &first, None)
@@ -475,15 +485,18 @@ fn is_local_host(host: &str) -> bool {
 fn check_modern_headers(headers: &HeaderMap, method: &str, params: &Value) -> Result<(), RpcError> {
     let mismatch = |what: String| RpcError::new(jsonrpc::HEADER_MISMATCH, what);
     let header = |name: &str| headers.get(name).map(|v| v.to_str().unwrap_or("\u{fffd}"));
-    match header("mcp-protocol-version") {
-        Some(protocol::MODERN_VERSION) => {}
-        Some(other) => {
+    // The body's version, when it has one, must be the header's.
+    let body_version = jsonrpc::meta(params)
+        .and_then(|m| m.get(protocol::META_PROTOCOL_VERSION))
+        .and_then(Value::as_str);
+    match (header("mcp-protocol-version"), body_version) {
+        (Some(h), Some(b)) if h != b => {
             return Err(mismatch(format!(
-                "MCP-Protocol-Version header {other:?} does not match the body's {:?}",
-                protocol::MODERN_VERSION
+                "MCP-Protocol-Version header {h:?} does not match the body's {b:?}"
             )));
         }
-        None => return Err(mismatch("missing MCP-Protocol-Version header".into())),
+        (Some(_), _) => {}
+        (None, _) => return Err(mismatch("missing MCP-Protocol-Version header".into())),
     }
     match header("mcp-method") {
         Some(m) if m == method => {}
@@ -638,7 +651,7 @@ mod tests {
 
     #[test]
     fn modern_headers_must_mirror_the_body() {
-        let p = json!({"name": "a b"});
+        let p = json!({"name": "a b", "_meta": {"io.modelcontextprotocol/protocolVersion": "2026-07-28"}});
         let ok = headers(&[
             ("mcp-protocol-version", "2026-07-28"),
             ("mcp-method", "tools/call"),

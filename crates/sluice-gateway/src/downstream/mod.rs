@@ -74,6 +74,8 @@ pub struct ClientSession {
     /// Requests in flight, by the client's id, to cancel them.
     inflight: Mutex<HashMap<String, CancellationToken>>,
     last_seen: Mutex<Instant>,
+    /// The level the client set with `logging/setLevel`.
+    log_level: Mutex<Option<String>>,
     /// Ends the session's background tasks.
     pub(crate) closed: CancellationToken,
 }
@@ -172,8 +174,19 @@ impl ClientSession {
             standalone: Mutex::new(None),
             inflight: Mutex::new(HashMap::new()),
             last_seen: Mutex::new(Instant::now()),
+            log_level: Mutex::new(None),
             closed: CancellationToken::new(),
         })
+    }
+
+    /// Records the level of `logging/setLevel`.
+    pub(crate) fn set_log_level(&self, level: &str) {
+        *Self::lock(&self.log_level) = Some(level.to_owned());
+    }
+
+    /// The level the client set, if it did.
+    pub(crate) fn log_level(&self) -> Option<String> {
+        Self::lock(&self.log_level).clone()
     }
 
     fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {

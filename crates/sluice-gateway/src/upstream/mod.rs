@@ -345,25 +345,44 @@ fn era_name(era: Era) -> &'static str {
 /// connection that ends ends them).
 fn resubscribe(up: &Upstream, hub: &Hub, conn: &Arc<Connection>, settings: &Settings) {
     for uri in hub.subscribed(up.name()) {
-        let conn = Arc::clone(conn);
-        let name = up.name().to_owned();
-        let timeout = settings.request_timeout;
-        tokio::spawn(async move {
-            let params = json!({"uri": uri});
-            if let Err(e) = conn
-                .request(
-                    "resources/subscribe",
-                    params,
-                    &json!({}),
-                    None,
-                    timeout,
-                    &[],
-                )
-                .await
-            {
-                tracing::warn!(upstream = %name, "could not subscribe again to a resource: {e}");
-            }
-        });
+        subscribe_resource(up.name(), hub, conn, &uri, settings.request_timeout);
+    }
+}
+
+/// Subscribes `conn` to updates of `uri` on its own task. A legacy upstream
+/// takes `resources/subscribe`; a modern one has no such method and sends
+/// updates on a `subscriptions/listen` stream that names the URI
+/// (MCP-NOTES §4.4), kept open until [`Hub::end_resource_listen`] (which
+/// cancels it upstream).
+pub(crate) fn subscribe_resource(
+    upstream: &str,
+    hub: &Hub,
+    conn: &Arc<Connection>,
+    uri: &str,
+    timeout: Duration,
+) {
+    let c = Arc::clone(conn);
+    let name = upstream.to_owned();
+    let target = uri.to_owned();
+    let modern = conn.description().era == Era::Modern;
+    let task = tokio::spawn(async move {
+        let (method, params, lifetime) = if modern {
+            let filter = json!({"notifications": {"resourceSubscriptions": [target]}});
+            ("subscriptions/listen", filter, LISTEN_LIFETIME)
+        } else {
+            ("resources/subscribe", json!({"uri": target}), timeout)
+        };
+        let outcome = c
+            .request(method, params, &json!({}), None, lifetime, &[])
+            .await;
+        if let Err(e) = outcome
+            && !c.is_closed()
+        {
+            tracing::warn!(upstream = %name, "could not subscribe to a resource: {e}");
+        }
+    });
+    if modern {
+        hub.start_resource_listen(upstream, uri, task.abort_handle());
     }
 }
 
