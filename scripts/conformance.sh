@@ -10,7 +10,9 @@
 # and 0.2.0-alpha.12 with --requirements 2026-07-28. Fails (naming the
 # scenarios) when any 0.1.16 scenario fails through sluice, or when sluice
 # fails a scored 2026-07-28 scenario that passes directly. Prints a score
-# table. Needs the test peers (scripts/test-peers.sh) and a built sluice.
+# table. Then the client side: tests/conformance/client.sh runs the suite's
+# client scenarios with sluice's upstream connector as the client. Needs
+# the test peers (scripts/test-peers.sh) and a built sluice.
 #
 #   scripts/conformance.sh [SLUICE_BIN]
 set -euo pipefail
@@ -106,6 +108,10 @@ for name in sluice/stdio sluice/http; do
         fi
     done
 done
+echo
+echo "client side (sluice's upstream connector against the suite's mock servers):"
+tests/conformance/client.sh "$SLUICE" || status=1
+
 if [ "$status" -ne 0 ]; then
     echo "--- sluice (stdio upstream) log tail ---"; tail -20 "$WORK/sluice-stdio.log"
     echo "--- sluice (HTTP upstream) log tail ---"; tail -20 "$WORK/sluice-http.log"

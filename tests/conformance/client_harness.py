@@ -30,7 +30,7 @@ Environment:
                              auto/2026-07-28: sluice bridges it as an MRTR input_required result)
   HARNESS_TIMEOUT           seconds for the whole run (default 25, under the suite's 30 s)
   HARNESS_WAIT              seconds to wait for the upstream's tool to appear (default 10)
-  SLUICE_LOG                passed to sluice (default "info,sluice_gateway=debug")
+  SLUICE_LOG                passed to sluice (default "info")
 """
 
 from __future__ import annotations
@@ -112,7 +112,7 @@ async def run(scenario: str, url: str, sluice: str, mode: str, errlog: Any, work
     cfg = write_config(work, url)
     log(f"scenario {scenario}: upstream {url}, sluice {sluice}, client mode {mode}")
     env = {"PATH": os.environ.get("PATH", ""), "HOME": os.environ.get("HOME", "/tmp"),
-           "SLUICE_LOG": os.environ.get("SLUICE_LOG", "info,sluice_gateway=debug")}
+           "SLUICE_LOG": os.environ.get("SLUICE_LOG", "info")}
     params = StdioServerParameters(command=sluice, args=["serve", "--stdio", "--config", str(cfg)], env=env, cwd=str(work))
     async with Client(
         stdio_client(params, errlog=errlog),

@@ -25,26 +25,6 @@ use std::time::{Duration, Instant};
 use common::*;
 use serde_json::{Value, json};
 
-/// The fixture's fixed tools, in list order.
-const FIXED_TOOLS: [&str; 16] = [
-    "echo",
-    "lossless",
-    "crash",
-    "hang",
-    "garbage",
-    "progress",
-    "sample",
-    "add_tool",
-    "big",
-    "slow",
-    "header_echo",
-    "read_big",
-    "reflect",
-    "huge_read",
-    "huge_write",
-    "elicit",
-];
-
 /// The upstream's name in the config: its tools are `up__<tool>`.
 const UPSTREAM: &str = "up";
 

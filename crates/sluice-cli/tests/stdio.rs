@@ -9,26 +9,6 @@ use std::collections::BTreeSet;
 use common::*;
 use serde_json::{Value, json};
 
-/// The fixture's sixteen fixed tools.
-const FIXED_TOOLS: [&str; 16] = [
-    "echo",
-    "lossless",
-    "crash",
-    "hang",
-    "garbage",
-    "progress",
-    "sample",
-    "add_tool",
-    "big",
-    "slow",
-    "header_echo",
-    "read_big",
-    "reflect",
-    "huge_read",
-    "huge_write",
-    "elicit",
-];
-
 fn two_upstreams() -> String {
     format!(
         "[server]\nrequest_timeout = \"2s\"\n{}{}",

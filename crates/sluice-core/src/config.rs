@@ -626,19 +626,12 @@ fn validate_catalog(raw: &RawCatalog, diags: &mut Diagnostics<'_>) -> Option<Cat
         }
         Some(s) => Some(PathBuf::from(s.get_ref())),
     };
-    let on_drift = match raw.on_drift.as_ref().map(|s| (s, s.get_ref().as_str())) {
-        None => Some(d.on_drift),
-        Some((_, "block")) => Some(OnDrift::Block),
-        Some((_, "warn")) => Some(OnDrift::Warn),
-        Some((s, other)) => {
-            diags.push(
-                Some(s.span()),
-                "catalog.on_drift",
-                format!("{other:?}: must be \"block\" or \"warn\""),
-            );
-            None
-        }
-    };
+    let on_drift = diags.choice(
+        &raw.on_drift,
+        "catalog.on_drift",
+        d.on_drift,
+        &[("block", OnDrift::Block), ("warn", OnDrift::Warn)],
+    );
     let secs = Duration::from_secs;
     let refresh_interval = diags.duration(
         &raw.refresh_interval,
@@ -664,19 +657,15 @@ fn validate_catalog(raw: &RawCatalog, diags: &mut Diagnostics<'_>) -> Option<Cat
         d.limits.max_items,
         (1, 10_000_000),
     );
-    let mode = match raw.mode.as_ref().map(|s| (s, s.get_ref().as_str())) {
-        None => Some(d.mode),
-        Some((_, "full")) => Some(CatalogMode::Full),
-        Some((_, "progressive")) => Some(CatalogMode::Progressive),
-        Some((s, other)) => {
-            diags.push(
-                Some(s.span()),
-                "catalog.mode",
-                format!("{other:?}: must be \"full\" or \"progressive\""),
-            );
-            None
-        }
-    };
+    let mode = diags.choice(
+        &raw.mode,
+        "catalog.mode",
+        d.mode,
+        &[
+            ("full", CatalogMode::Full),
+            ("progressive", CatalogMode::Progressive),
+        ],
+    );
     let page_bytes = diags.integer(
         &raw.page_bytes,
         "catalog.page_bytes",
@@ -1305,6 +1294,29 @@ impl Diagnostics<'_> {
                 None
             }
         }
+    }
+
+    /// A key that takes one of a few words, or `default` when absent.
+    fn choice<T: Copy>(
+        &mut self,
+        field: &Option<Spanned<String>>,
+        key: &str,
+        default: T,
+        options: &[(&str, T)],
+    ) -> Option<T> {
+        let Some(s) = field else {
+            return Some(default);
+        };
+        if let Some((_, value)) = options.iter().find(|(word, _)| *word == s.get_ref()) {
+            return Some(*value);
+        }
+        let words: Vec<String> = options.iter().map(|(w, _)| format!("{w:?}")).collect();
+        self.push(
+            Some(s.span()),
+            key,
+            format!("{:?}: must be {}", s.get_ref(), words.join(" or ")),
+        );
+        None
     }
 
     /// An integer key within `range` (inclusive), or `default` when absent.

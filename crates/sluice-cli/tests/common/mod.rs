@@ -10,6 +10,26 @@ use serde_json::{Value, json};
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader, Lines};
 use tokio::process::{Child, ChildStdin, ChildStdout, Command};
 
+/// The fixture's fixed tools, in list order (its generated ones follow).
+pub const FIXED_TOOLS: [&str; 16] = [
+    "echo",
+    "lossless",
+    "crash",
+    "hang",
+    "garbage",
+    "progress",
+    "sample",
+    "add_tool",
+    "big",
+    "slow",
+    "header_echo",
+    "read_big",
+    "reflect",
+    "huge_read",
+    "huge_write",
+    "elicit",
+];
+
 /// The longest any single wait in these tests may take; a bug fails the
 /// test instead of hanging it.
 pub const WAIT: Duration = Duration::from_secs(30);

@@ -154,19 +154,18 @@ impl Federation {
             return;
         };
         let exposed = naming.exposed(upstream, name);
+        let taken = match kind {
+            ListKind::Prompts => self.prompt_routes.get(&exposed),
+            _ => self.tool_routes.get(&exposed),
+        };
+        if let Some(kept) = taken.map(|r| r.upstream.clone()) {
+            self.collide(kind, &exposed, kept, upstream);
+            return;
+        }
         let (routes, list) = match kind {
             ListKind::Prompts => (&mut self.prompt_routes, &mut self.prompts),
             _ => (&mut self.tool_routes, &mut self.tools),
         };
-        if let Some(kept) = routes.get(&exposed) {
-            self.collisions.push(Collision {
-                kind,
-                key: exposed,
-                kept: kept.upstream.clone(),
-                hidden: upstream.to_owned(),
-            });
-            return;
-        }
         let mut entry = entry.clone();
         if let Some(obj) = entry.as_object_mut() {
             obj.insert("name".into(), exposed.clone().into());
@@ -184,17 +183,22 @@ impl Federation {
         );
     }
 
+    /// Records that `hidden`'s entry lost `key` to `kept`'s.
+    fn collide(&mut self, kind: ListKind, key: &str, kept: String, hidden: &str) {
+        self.collisions.push(Collision {
+            kind,
+            key: key.to_owned(),
+            kept,
+            hidden: hidden.to_owned(),
+        });
+    }
+
     fn add_resource(&mut self, upstream: &str, entry: &Value) {
         let Some(uri) = entry.get("uri").and_then(Value::as_str) else {
             return;
         };
-        if let Some(kept) = self.resource_owners.get(uri) {
-            self.collisions.push(Collision {
-                kind: ListKind::Resources,
-                key: uri.to_owned(),
-                kept: kept.clone(),
-                hidden: upstream.to_owned(),
-            });
+        if let Some(kept) = self.resource_owners.get(uri).cloned() {
+            self.collide(ListKind::Resources, uri, kept, upstream);
             return;
         }
         self.resource_owners
@@ -207,12 +211,8 @@ impl Federation {
             return;
         };
         if let Some((_, kept)) = self.templates.iter().find(|(t, _)| t.source == template) {
-            self.collisions.push(Collision {
-                kind: ListKind::ResourceTemplates,
-                key: template.to_owned(),
-                kept: kept.clone(),
-                hidden: upstream.to_owned(),
-            });
+            let kept = kept.clone();
+            self.collide(ListKind::ResourceTemplates, template, kept, upstream);
             return;
         }
         self.templates

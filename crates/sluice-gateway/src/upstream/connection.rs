@@ -458,7 +458,7 @@ impl Shared {
                 let message = jsonrpc::notification(&method, params.clone());
                 let sink = related
                     .cloned()
-                    .or_else(|| self.guess_related().map(|(_, sink)| sink));
+                    .or_else(|| self.guess_related(false).map(|(_, sink)| sink));
                 match sink {
                     Some(sink) => {
                         let _ = sink.try_send(Related::Notification(message));
@@ -472,14 +472,16 @@ impl Shared {
         }
     }
 
-    /// Where traffic that names no request goes. Over HTTP the stream it
-    /// came on says which request it belongs to, so nothing is guessed: a
-    /// message on the GET stream belongs to no request. Over stdio nothing
-    /// says; only when exactly one request in flight is not itself waiting
-    /// on its client is it surely that one's (guessing among several could
-    /// hand one client's question, or log, to another).
-    fn guess_related(&self) -> Option<(u64, RelatedSink)> {
-        if matches!(self.wire, Wire::Http(_)) {
+    /// Where traffic that names no request goes. Over stdio nothing says;
+    /// only when exactly one request in flight is not itself waiting on its
+    /// client is it surely that one's (guessing among several could hand
+    /// one client's question, or log, to another). Over HTTP the stream a
+    /// message came on says, and a notification on the GET stream belongs
+    /// to no request; but a 2025-11-25 server may send a server-to-client
+    /// *request* (`elicitation/create` during a call) on its GET stream, so
+    /// a `request` gets the same one-in-flight rule there.
+    fn guess_related(&self, request: bool) -> Option<(u64, RelatedSink)> {
+        if !request && matches!(self.wire, Wire::Http(_)) {
             return None;
         }
         let routes = self.lock_routes();
@@ -506,7 +508,7 @@ impl Shared {
         let shared = Arc::clone(self);
         let (asker, sink) = match related {
             Some(sink) => (None, Some(sink.clone())),
-            None => match self.guess_related() {
+            None => match self.guess_related(true) {
                 Some((asker, sink)) => (Some(asker), Some(sink)),
                 None => (None, None),
             },
