@@ -249,8 +249,15 @@ async fn secrets_never_reach_the_client() {
     );
     send(json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": "fx__reflect", "arguments": {"text": text, "structured": structured}}})).await;
     send(json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {"name": "fx__reflect", "arguments": {"error": format!("failed with password={env_secret}")}}})).await;
-    let mut answers = Vec::new();
-    while answers.len() < 3 {
+    // Everything sluice writes, until the answers to 1 and 2 are in.
+    let mut answers: Vec<String> = Vec::new();
+    let answered = |lines: &[String], id: i64| {
+        lines.iter().any(|l| {
+            serde_json::from_str::<Value>(l)
+                .is_ok_and(|m| m["id"] == id && m.get("method").is_none())
+        })
+    };
+    while !(answered(&answers, 1) && answered(&answers, 2)) {
         let line = tokio::time::timeout(WAIT, lines.next_line())
             .await
             .unwrap()
@@ -275,7 +282,7 @@ async fn secrets_never_reach_the_client() {
         answers
             .iter()
             .map(|l| serde_json::from_str::<Value>(l).unwrap())
-            .find(|m| m["id"] == id)
+            .find(|m| m["id"] == id && m.get("method").is_none())
             .unwrap()
     };
     let result = by_id(1);
@@ -361,4 +368,30 @@ async fn a_hundred_megabyte_answer_is_never_buffered() {
         peak < 80 * 1024,
         "peak RSS {peak} KiB grew with the message"
     );
+}
+
+/// Progress messages are upstream text too: redacted like results.
+#[tokio::test]
+async fn secrets_in_progress_messages_are_redacted() {
+    let mut s = legacy_sluice("", &fixture(true, &[])).await;
+    let github = "ghp_abcdefghijklmnopqrstuvwxyz0123456789";
+    let answer = s
+        .request(
+            1,
+            "tools/call",
+            json!({"name": "fx__progress", "arguments": {"steps": 2, "message": format!("pushing with {github}")},
+                   "_meta": {"progressToken": "p1"}}),
+        )
+        .await;
+    assert_eq!(first_text(&answer), "done");
+    let progress: Vec<&Value> = s
+        .seen
+        .iter()
+        .filter(|m| m["method"] == "notifications/progress")
+        .collect();
+    assert_eq!(progress.len(), 2, "{:?}", s.seen);
+    for p in progress {
+        assert_eq!(p["params"]["progressToken"], "p1");
+        assert_eq!(p["params"]["message"], "pushing with [redacted]");
+    }
 }

@@ -32,8 +32,6 @@ pub struct Gateway {
     pub(crate) bridge: Bridge,
     pub(crate) upstreams: Vec<Arc<Upstream>>,
     pub(crate) hub: Arc<Hub>,
-    /// The secret rules every answer goes through.
-    pub(crate) redactor: Redactor,
     /// Seals the cursors of every list sluice pages.
     pub(crate) cursors: Cursors,
     shutdown: CancellationToken,
@@ -42,6 +40,8 @@ pub struct Gateway {
 
 /// What clients share: the federated catalog and the event feed.
 pub(crate) struct Hub {
+    /// The secret rules every answer and notification goes through.
+    pub(crate) redactor: Redactor,
     order: Vec<String>,
     naming: Naming,
     /// The approved catalogs; `None` runs unpinned.
@@ -99,8 +99,20 @@ impl Gateway {
     /// CLI stores it in the state directory) so that cursors stay valid.
     pub fn start(config: Config, lock: Option<Lockfile>, cursor_secret: [u8; 32]) -> Arc<Gateway> {
         let settings = settings(&config);
+        let secrets = config.known_secrets();
+        let short = secrets
+            .iter()
+            .filter(|s| s.len() < MIN_EXACT_SECRET)
+            .count();
+        if short > 0 {
+            tracing::warn!(
+                "{short} configured secret value(s) are shorter than {MIN_EXACT_SECRET} characters and are not redacted by value (too likely to match ordinary text)"
+            );
+        }
+        let redactor = Redactor::new(secrets, &config.redaction.secret_keys);
         let (events, _) = broadcast::channel(1024);
         let hub = Arc::new(Hub {
+            redactor,
             order: config.upstreams.iter().map(|u| u.name.clone()).collect(),
             naming: config.naming(),
             lock,
@@ -129,20 +141,8 @@ impl Gateway {
             ));
         }
         tracker.close();
-        let secrets = config.known_secrets();
-        let short = secrets
-            .iter()
-            .filter(|s| s.len() < MIN_EXACT_SECRET)
-            .count();
-        if short > 0 {
-            tracing::warn!(
-                "{short} configured secret value(s) are shorter than {MIN_EXACT_SECRET} characters and are not redacted by value (too likely to match ordinary text)"
-            );
-        }
-        let redactor = Redactor::new(secrets, &config.redaction.secret_keys);
         Arc::new(Gateway {
             bridge: Bridge::new(config.server.request_timeout),
-            redactor,
             cursors: Cursors::new(cursor_secret),
             config,
             upstreams,
@@ -508,8 +508,10 @@ impl Hub {
 
     pub(crate) fn upstream_event(&self, upstream: &str, event: UpstreamEvent) {
         let event = match event {
+            // A URI routes the update: it is not upstream text to redact.
             UpstreamEvent::ResourceUpdated(params) => ClientEvent::ResourceUpdated(params),
             UpstreamEvent::Log(mut params) => {
+                self.redactor.redact(&mut params);
                 // Say which upstream logged, unless it named itself.
                 if let Some(obj) = params.as_object_mut() {
                     obj.entry("logger").or_insert_with(|| upstream.into());

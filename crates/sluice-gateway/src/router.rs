@@ -241,7 +241,7 @@ impl Gateway {
     /// always; the read budget when `read`.
     fn boundary<'a>(&'a self, upstream: &Upstream, surface: Surface, read: bool) -> Boundary<'a> {
         Boundary {
-            redactor: &self.redactor,
+            redactor: &self.hub.redactor,
             limit: upstream
                 .config
                 .read_budget
@@ -441,10 +441,12 @@ impl Gateway {
                     .get("name")
                     .and_then(Value::as_str)
                     .unwrap_or_default();
-                let route = fed
-                    .route_prompt(name)
-                    .cloned()
-                    .ok_or_else(|| RpcError::invalid_params(format!("Unknown prompt: {name}")))?;
+                let route = fed.route_prompt(name).cloned().ok_or_else(|| {
+                    match fed.withheld(ListKind::Prompts, name) {
+                        Some(withheld) => rescue::drift_blocked("prompt", name, withheld),
+                        None => RpcError::invalid_params(format!("Unknown prompt: {name}")),
+                    }
+                })?;
                 if let Some(r) = params.get_mut("ref").and_then(Value::as_object_mut) {
                     r.insert("name".into(), route.name.clone().into());
                 }
@@ -815,6 +817,10 @@ impl Gateway {
     async fn relay(&self, ctx: &RequestCtx, item: Related, token: Option<&Value>) {
         match item {
             Related::Notification(mut message) => {
+                // Progress messages and log data are upstream text too.
+                if let Some(params) = message.get_mut("params") {
+                    self.hub.redactor.redact(params);
+                }
                 if message.get("method").and_then(Value::as_str) == Some("notifications/progress") {
                     match (token, message.pointer_mut("/params/progressToken")) {
                         (Some(token), Some(slot)) => *slot = token.clone(),
@@ -832,9 +838,12 @@ impl Gateway {
             }
             Related::Request {
                 method,
-                params,
+                mut params,
                 reply,
             } => {
+                // What an upstream asks a client (a sampling prompt, an
+                // elicitation message) is upstream text too.
+                self.hub.redactor.redact(&mut params);
                 let declared = match method.as_str() {
                     "sampling/createMessage" => "sampling",
                     "elicitation/create" => "elicitation",

@@ -54,10 +54,11 @@ fn fixed_tools() -> Vec<Value> {
         ),
         json!({
             "name": "progress",
-            "description": "Sends `steps` progress notifications, one every `delay_ms`, if the request has a progressToken; then answers \"done\".",
+            "description": "Sends `steps` progress notifications, one every `delay_ms` (each with `message` when given), if the request has a progressToken; then answers \"done\".",
             "inputSchema": {"type": "object", "properties": {
                 "steps": {"type": "integer", "minimum": 0},
-                "delay_ms": {"type": "integer", "minimum": 0}
+                "delay_ms": {"type": "integer", "minimum": 0},
+                "message": {"type": "string"}
             }}
         }),
         tool(

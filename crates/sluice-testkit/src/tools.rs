@@ -120,11 +120,13 @@ pub async fn call(fx: &Arc<Fixture>, params: &Value, ctx: &ReqCtx) -> Result<Pay
 }
 
 /// `progress`: if the request carries `_meta.progressToken`, sends `notifications/progress`
-/// `{progressToken, progress: i, total: steps}` for i = 1..=steps, one every `delay_ms`; then
-/// answers "done". Without a token it just takes the same time.
+/// `{progressToken, progress: i, total: steps}` for i = 1..=steps, one every `delay_ms` (with
+/// `message` in each when the argument is given); then answers "done". Without a token it just
+/// takes the same time.
 async fn progress(args: &Value, params: &Value, ctx: &ReqCtx) -> Result<Value, Value> {
     let steps = uint_arg(args, "steps", Some(3))?;
     let delay = Duration::from_millis(uint_arg(args, "delay_ms", Some(10))?);
+    let message = args.get("message").and_then(Value::as_str);
     let token = params
         .pointer("/_meta/progressToken")
         .filter(|t| !t.is_null())
@@ -132,11 +134,14 @@ async fn progress(args: &Value, params: &Value, ctx: &ReqCtx) -> Result<Value, V
     for i in 1..=steps {
         tokio::time::sleep(delay).await;
         if let Some(token) = &token {
-            let note = json!({
+            let mut note = json!({
                 "jsonrpc": "2.0",
                 "method": "notifications/progress",
                 "params": {"progressToken": token, "progress": i, "total": steps}
             });
+            if let Some(message) = message {
+                note["params"]["message"] = message.into();
+            }
             let _ = ctx.out.send(Out::Msg(note));
         }
     }

@@ -451,6 +451,8 @@ async fn refresh_catalog(up: &Upstream, hub: &Hub, conn: &Connection, settings: 
             let published = hub.publish(up.name(), catalog);
             up.update(|s| {
                 s.catalog = "complete";
+                // What went wrong before is over: the upstream is serving.
+                s.last_error = None;
                 [s.tools, s.resources, s.resource_templates, s.prompts] = counts;
                 s.approval = match (&published.diff, published.pinned) {
                     (_, false) => "unpinned",
