@@ -287,6 +287,28 @@ async fn a_tool_added_at_run_time_is_blocked_until_approved() {
     let answer = sluice.call(2, "fx__added_0", json!({})).await;
     assert_eq!(answer["error"]["code"], -32010, "{answer}");
     assert_eq!(answer["error"]["data"]["drift"], "added");
+    // Pinned, a URI that no approved resource or template covers is not
+    // guessed to the only upstream with resources.
+    let unlisted = sluice
+        .modern(
+            3,
+            "resources/read",
+            json!({"uri": "fixture://subscriptions"}),
+        )
+        .await;
+    let unlisted = messages(unlisted).await.pop().unwrap();
+    assert_eq!(
+        unlisted["error"]["message"], "Resource not found",
+        "{unlisted}"
+    );
+    let approved = sluice
+        .modern(4, "resources/read", json!({"uri": "fixture://item/7"}))
+        .await;
+    let approved = messages(approved).await.pop().unwrap();
+    assert_eq!(
+        approved["result"]["contents"][0]["text"], "item 7",
+        "{approved}"
+    );
 }
 
 #[tokio::test]

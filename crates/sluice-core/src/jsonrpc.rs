@@ -276,28 +276,43 @@ pub fn meta_mut(params: &mut Value) -> Option<&mut Map<String, Value>> {
         .as_object_mut()
 }
 
-/// The `id` of a JSON-RPC message from the first bytes of its text, for a
-/// message too large to read whole: its answer must still reach the request
-/// it belongs to. Finds a top-level `"id"` member before the prefix ends
-/// (serializers put it before `result`); `None` otherwise.
+/// The `id` of a JSON-RPC *response* from the first bytes of its text, for
+/// a message too large to read whole: its answer must still reach the
+/// request it belongs to. Scans the top-level members until it has seen
+/// both an `id` and a `result` or `error` key (serializers put `id` first);
+/// `None` when the prefix shows a request or notification (`method`) or
+/// ends first: then no request is failed on a guess.
 pub fn peek_id(prefix: &[u8]) -> Option<Value> {
     let mut p = Peek { s: prefix, i: 0 };
     p.ws();
     p.eat(b'{')?;
+    let mut id: Option<Value> = None;
+    let mut is_response = false;
     loop {
         p.ws();
         let key_start = p.i;
         p.string()?;
         let key = &prefix[key_start..p.i];
+        match key {
+            b"\"method\"" => return None,
+            b"\"result\"" | b"\"error\"" => is_response = true,
+            _ => {}
+        }
+        if is_response && let Some(id) = &id {
+            return Some(id.clone());
+        }
         p.ws();
         p.eat(b':')?;
         p.ws();
         let value_start = p.i;
         p.value()?;
         if key == b"\"id\"" {
-            return serde_json::from_slice(&prefix[value_start..p.i])
+            id = serde_json::from_slice(&prefix[value_start..p.i])
                 .ok()
                 .filter(|v: &Value| v.is_number() || v.is_string());
+            if is_response {
+                return id;
+            }
         }
         p.ws();
         p.eat(b',')?;

@@ -191,13 +191,7 @@ impl Gateway {
         let upstreams: serde_json::Map<String, Value> = self
             .upstreams
             .iter()
-            .map(|u| {
-                let status = u.status();
-                (
-                    u.name().to_owned(),
-                    serde_json::to_value(&status).unwrap_or(Value::Null),
-                )
-            })
+            .map(|u| (u.name().to_owned(), self.status_value(&u.status())))
             .collect();
         let all_ready = self.upstreams.iter().all(|u| u.status().state == "ready");
         json!({
@@ -205,6 +199,16 @@ impl Gateway {
             "version": VERSION,
             "upstreams": upstreams,
         })
+    }
+
+    /// An upstream's status as clients and `/health` see it: its last error
+    /// may quote the upstream, so it is redacted like any upstream text.
+    pub(crate) fn status_value(&self, status: &UpstreamStatus) -> Value {
+        let mut value = serde_json::to_value(status).unwrap_or(Value::Null);
+        if let Some(error) = value.get_mut("last_error") {
+            self.hub.redactor.redact(error);
+        }
+        value
     }
 
     /// Each upstream's status, in config order.
@@ -305,7 +309,10 @@ impl Hub {
             diff: approval.diff.clone(),
             pinned: approved.is_some(),
         };
-        let (new, previous) = {
+        // The new federation replaces the old one while the approvals are
+        // still locked: two upstreams publishing at once must not let the
+        // older build overwrite the newer.
+        let (old, new, previous) = {
             let mut approvals = self
                 .approvals
                 .lock()
@@ -325,7 +332,15 @@ impl Hub {
             for (name, a) in &ordered {
                 fed.withhold(name, &self.naming, &a.withheld);
             }
-            (Arc::new(fed), previous)
+            let new = Arc::new(fed);
+            let old = std::mem::replace(
+                &mut *self
+                    .federation
+                    .write()
+                    .unwrap_or_else(PoisonError::into_inner),
+                Arc::clone(&new),
+            );
+            (old, new, previous)
         };
         if approved.is_some() && previous.as_ref() != Some(&published.diff) {
             let not_in_lock = self
@@ -343,13 +358,6 @@ impl Hub {
                 "two upstreams offer the same entry; the first in the config is served"
             );
         }
-        let old = std::mem::replace(
-            &mut *self
-                .federation
-                .write()
-                .unwrap_or_else(PoisonError::into_inner),
-            Arc::clone(&new),
-        );
         let mut changed: Vec<&'static str> = Vec::new();
         for kind in ListKind::ALL {
             if old.list(kind) != new.list(kind) {
@@ -389,6 +397,25 @@ impl Hub {
             diff.removed.len(),
             diff.changed.len()
         );
+    }
+
+    /// Whether a lockfile is in force (only approved entries are served).
+    pub(crate) fn is_pinned(&self) -> bool {
+        self.lock.is_some()
+    }
+
+    /// Forgets the listen streams of an upstream whose connection ended
+    /// (they ended with it; a reconnect starts them again).
+    pub(crate) fn forget_resource_listens(&self, upstream: &str) {
+        self.resource_listens
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .retain(|(up, _), task| {
+                if up == upstream {
+                    task.abort();
+                }
+                up != upstream
+            });
     }
 
     /// Keeps the task whose listen stream holds a resource subscription (a

@@ -85,7 +85,7 @@ impl Gateway {
                 keys,
                 row: |i: usize| {
                     let (name, status) = &statuses[i];
-                    let status = serde_json::to_value(status).unwrap_or(Value::Null);
+                    let status = self.status_value(status);
                     progressive::server_row(name, &status, fields)
                 },
             },

@@ -44,16 +44,6 @@ impl Pending {
         }
     }
 
-    /// The id waited for, when exactly one is.
-    pub(crate) fn only_id(&self) -> Option<u64> {
-        let waiters = self.lock();
-        let mut ids = waiters.keys();
-        match (ids.next(), ids.next()) {
-            (Some(id), None) => Some(*id),
-            _ => None,
-        }
-    }
-
     /// Stops waiting for an id (the caller gave up).
     pub(crate) fn forget(&self, id: u64) {
         self.lock().remove(&id);

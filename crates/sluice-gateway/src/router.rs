@@ -335,6 +335,13 @@ impl Gateway {
         if let Ok(conn) = upstream.connection()
             && conn.description().era == Era::Modern
         {
+            // The session may have ended meanwhile: its subscriptions were
+            // released without this one.
+            if session.closed.is_cancelled() {
+                session.unsubscribe(&uri);
+                self.hub.release_subscription(name, &uri);
+                return Ok(json!({}));
+            }
             upstream::subscribe_resource(
                 name,
                 &self.hub,
@@ -419,6 +426,14 @@ impl Gateway {
         if let Some(owner) = fed.route_resource(uri) {
             return self.upstream_named(owner);
         }
+        // Pinned, a URI no approved entry or template covers is not served:
+        // guessing its upstream would reach unapproved resources.
+        if self.hub.is_pinned() {
+            return Err(
+                RpcError::new(jsonrpc::LEGACY_RESOURCE_NOT_FOUND, "Resource not found")
+                    .with_data(json!({"uri": uri})),
+            );
+        }
         let mut offering = self
             .upstreams
             .iter()
@@ -483,10 +498,25 @@ impl Gateway {
     /// Sets the level on every connected legacy upstream that offers
     /// logging (2026-07-28 moved the level into each request's `_meta`).
     async fn set_log_level(&self, ctx: &RequestCtx, params: Value) -> Result<Value, RpcError> {
-        let Some(level) = params.get("level").and_then(Value::as_str) else {
-            return Err(RpcError::invalid_params(
-                "params.level must be a logging level",
-            ));
+        const LEVELS: [&str; 8] = [
+            "debug",
+            "info",
+            "notice",
+            "warning",
+            "error",
+            "critical",
+            "alert",
+            "emergency",
+        ];
+        let Some(level) = params
+            .get("level")
+            .and_then(Value::as_str)
+            .filter(|l| LEVELS.contains(l))
+        else {
+            return Err(RpcError::invalid_params(format!(
+                "params.level must be one of {}",
+                LEVELS.join(", ")
+            )));
         };
         // Modern upstreams take the level per request: it goes with each of
         // this session's requests (see `forward`).

@@ -106,7 +106,9 @@ const PATTERNS: &[(&str, &[&str], &str)] = &[
     (
         "private-key",
         &["private key"],
-        r"(?s)-----BEGIN[ A-Z0-9]*PRIVATE KEY( BLOCK)?-----.*?-----END[ A-Z0-9]*PRIVATE KEY( BLOCK)?-----",
+        // A key cut before its END line (a paged read) goes to the end of
+        // the text.
+        r"(?s)-----BEGIN[ A-Z0-9]*PRIVATE KEY( BLOCK)?-----(?:.*?-----END[ A-Z0-9]*PRIVATE KEY( BLOCK)?-----|.*)",
     ),
     // A token has a digit or punctuation in it: "bearer responsibilities"
     // is prose.
@@ -119,7 +121,7 @@ const PATTERNS: &[(&str, &[&str], &str)] = &[
         "url-password",
         // `@` is rarer than `://` in text full of links.
         &["@"],
-        r"\b[A-Za-z][A-Za-z0-9+.-]{1,20}://[^\s:/@?#]{1,256}:(?P<s>[^\s@/?#]{1,256})@",
+        r#"\b[A-Za-z][A-Za-z0-9+.-]{1,20}://[^\s:/@?#"',{}\[\]]{1,256}:(?P<s>[^\s@/?#"',{}\[\]]{1,256})@"#,
     ),
     (
         "secret-assignment",
@@ -274,39 +276,57 @@ impl Redactor {
     }
 
     /// A text that is itself a JSON document (tools often put their
-    /// structured result in a text block too) gets the key rule as well:
-    /// parsed, walked, and written back (compact) when a secret key was
-    /// found. Only texts that mention a secret key word are parsed.
-    fn redact_embedded_json(&self, text: &mut String, counts: &mut Redactions) {
+    /// structured result in a text block too) is parsed, walked like a
+    /// result, and written back (compact) when anything in it was secret;
+    /// `true` when it was handled so. Only texts that could hide something
+    /// are parsed: those that mention a secret key word or an anchor, or
+    /// escape characters (`\/`, `\u...`) that could hide one.
+    fn redact_embedded_json(&self, text: &mut String, counts: &mut Redactions) -> bool {
         let looks_like_json = matches!(text.trim_start().as_bytes().first(), Some(b'{' | b'['));
-        if !looks_like_json
-            || !self
+        if !looks_like_json {
+            return false;
+        }
+        let worth_parsing = text.contains('\\')
+            || self
                 .key_words
                 .as_ref()
                 .is_some_and(|ac| ac.is_match(text.as_str()))
-        {
-            return;
+            || self
+                .anchors
+                .as_ref()
+                .is_some_and(|ac| ac.is_match(text.as_str()))
+            || self
+                .exact
+                .as_ref()
+                .is_some_and(|ac| ac.is_match(text.as_str()));
+        if !worth_parsing {
+            return false;
         }
         let Ok(mut doc) = serde_json::from_str::<Value>(text) else {
-            return;
+            return false;
         };
         let mut inner = Redactions::default();
         self.walk(&mut doc, &mut inner);
-        if inner.key > 0 {
+        if inner.total() > 0 {
+            counts.exact += inner.exact;
             counts.key += inner.key;
             counts.pattern += inner.pattern;
-            counts.exact += inner.exact;
             *text = doc.to_string();
         }
+        true
     }
 
     fn walk(&self, value: &mut Value, counts: &mut Redactions) {
         match value {
             Value::String(s) => {
-                if let Some(redacted) = self.redact_str(s, counts) {
+                // A text that is a JSON document is redacted as one (keys
+                // and all), so that no text pattern can cut across its
+                // quotes; any other text by its patterns.
+                if !self.redact_embedded_json(s, counts)
+                    && let Some(redacted) = self.redact_str(s, counts)
+                {
                     *s = redacted;
                 }
-                self.redact_embedded_json(s, counts);
             }
             Value::Array(items) => {
                 for item in items {
@@ -319,14 +339,15 @@ impl Redactor {
                     Some("image" | "audio")
                 );
                 for (key, v) in obj.iter_mut() {
-                    if key == "blob" || (binary_data && key == "data") {
+                    // Binary payloads, and the MRTR state a client must
+                    // echo unchanged, are not text.
+                    if key == "blob" || key == "requestState" || (binary_data && key == "data") {
                         continue;
                     }
                     if self.is_secret_key(key) {
                         counts.key += blank_strings(v);
-                    } else {
-                        self.walk(v, counts);
                     }
+                    self.walk(v, counts);
                 }
             }
             _ => {}
@@ -380,7 +401,9 @@ fn replace(re: &Regex, text: &str) -> (String, usize) {
     (out, n)
 }
 
-/// Replaces every string under a secret key; how many there were.
+/// Replaces the strings a secret key holds: its string value, or the
+/// strings of its array. An object under it (a schema, a nested record) is
+/// walked like any other, not blanked whole.
 fn blank_strings(value: &mut Value) -> usize {
     match value {
         Value::String(s) if s != REDACTED => {
@@ -388,7 +411,6 @@ fn blank_strings(value: &mut Value) -> usize {
             1
         }
         Value::Array(items) => items.iter_mut().map(blank_strings).sum(),
-        Value::Object(obj) => obj.values_mut().map(blank_strings).sum(),
         _ => 0,
     }
 }
@@ -494,7 +516,8 @@ mod tests {
             v,
             json!({
                 "user": "ada",
-                "credentials": {"password": "[redacted]", "apiKey": ["[redacted]", {"nested": "[redacted]"}], "retries": 3},
+                // An object under a secret key is walked, not blanked whole.
+                "credentials": {"password": "[redacted]", "apiKey": ["[redacted]", {"nested": "deep"}], "retries": 3},
                 "note": "call with [redacted] please",
                 "content": [{"type": "text", "text": "Authorization: Bearer [redacted]"}],
             })
@@ -503,7 +526,7 @@ mod tests {
             counts,
             Redactions {
                 exact: 1,
-                key: 3,
+                key: 2,
                 pattern: 1
             }
         );
@@ -526,6 +549,30 @@ mod tests {
         let mut v = json!(original);
         r.redact(&mut v);
         assert_eq!(v, json!(original));
+    }
+
+    #[test]
+    fn review_cases_json_text_pem_schemas_and_state() {
+        let r = redactor();
+        // A URL-password rule never cuts across JSON quotes.
+        let mut v = json!("{\"url\":\"https://a.io\",\"email\":\"x@y.z\"}");
+        r.redact(&mut v);
+        assert_eq!(v, json!("{\"url\":\"https://a.io\",\"email\":\"x@y.z\"}"));
+        // Escapes do not hide a password from the JSON pass.
+        let mut v = json!("{\"dsn\":\"postgres:\\/\\/app:pa55w0rd@db\",\"n\":1}");
+        r.redact(&mut v);
+        assert!(!v.to_string().contains("pa55w0rd"), "{v}");
+        // A private key cut before its END line.
+        let mut c = Redactions::default();
+        let cut = "-----BEGIN RSA PRIVATE KEY-----\nMIIEowIBAAKCAQEAu1SU1L";
+        assert_eq!(r.redact_str(cut, &mut c).as_deref(), Some("[redacted]"));
+        // A schema property named like a secret keeps its schema; a
+        // requestState is echoed as it came.
+        let mut v = json!({"requestedSchema": {"properties": {"apiToken": {"type": "string"}}},
+                           "requestState": "eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxMjM0NTY3ODkwIn0.abcdefgh"});
+        let before = v.clone();
+        r.redact(&mut v);
+        assert_eq!(v, before);
     }
 
     #[test]

@@ -372,16 +372,15 @@ impl Shared {
         }
     }
 
-    /// A message too large to read arrived: the request it answers (by the
-    /// `id` in its first bytes, else the only request waiting) fails as too
-    /// large. Nothing else is affected.
+    /// A message too large to read arrived: when its first bytes show an
+    /// answer to one of sluice's requests, that request fails as too large.
+    /// Nothing is guessed: an oversized request or notification from the
+    /// upstream, or one whose id comes too late, fails nothing (the request
+    /// it may answer times out).
     pub(crate) fn fail_oversized(&self, prefix: &[u8]) {
         self.received.fetch_add(1, Ordering::Relaxed);
-        let id = jsonrpc::peek_id(prefix)
-            .and_then(|id| id.as_u64())
-            .or_else(|| self.pending.only_id());
-        let Some(id) = id else {
-            tracing::warn!(upstream = %self.name, "the oversized message names no request sluice is waiting for");
+        let Some(id) = jsonrpc::peek_id(prefix).and_then(|id| id.as_u64()) else {
+            tracing::warn!(upstream = %self.name, "the oversized message is not an answer sluice can place; discarded");
             return;
         };
         self.lock_oversized().insert(id);

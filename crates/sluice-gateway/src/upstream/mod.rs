@@ -281,8 +281,10 @@ pub(crate) async fn supervise(
             }
         }
 
-        // The connection ended: requests in flight already failed.
+        // The connection ended: requests in flight already failed, and
+        // its listen streams with them.
         up.set_connection(None);
+        hub.forget_resource_listens(up.name());
         let reason = match exit_status(&conn).await {
             Some(status) => format!("the process exited ({status})"),
             None => "the connection was lost".to_owned(),
@@ -365,6 +367,11 @@ pub(crate) fn subscribe_resource(
     let name = upstream.to_owned();
     let target = uri.to_owned();
     let modern = conn.description().era == Era::Modern;
+    // No one holds it any more (an unsubscribe came between a reconnect's
+    // snapshot and now): nothing to start.
+    if hub.subscription_count(upstream, uri) == 0 {
+        return;
+    }
     let task = tokio::spawn(async move {
         let (method, params, lifetime) = if modern {
             let filter = json!({"notifications": {"resourceSubscriptions": [target]}});
