@@ -280,8 +280,11 @@ impl Shared {
                     Ok(rx.await.unwrap_or(Err(None)))
                 }
                 Wire::Http(http) => {
-                    drop(rx);
-                    http.exchange(
+                    // The answer normally comes on the request's own
+                    // response; a 2025-11-25 server may send it on its GET
+                    // stream instead (after closing the request's stream),
+                    // where `dispatch` resolves the pending entry.
+                    let exchange = http.exchange(
                         self,
                         era,
                         id,
@@ -290,8 +293,11 @@ impl Shared {
                         headers,
                         &message,
                         related.as_ref(),
-                    )
-                    .await
+                    );
+                    tokio::select! {
+                        outcome = exchange => outcome,
+                        Ok(answer) = rx => Ok(answer),
+                    }
                 }
             }
         };
