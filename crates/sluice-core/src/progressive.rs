@@ -22,6 +22,7 @@
 use serde_json::{Map, Value, json};
 
 use crate::envelope::{Fields, MAX_LIMIT};
+use crate::jsonrpc::RpcError;
 
 /// `sluice_list_servers`.
 pub const LIST_SERVERS: &str = "sluice_list_servers";
@@ -104,12 +105,21 @@ pub fn is_meta_tool(name: &str) -> bool {
     [LIST_SERVERS, LIST_TOOLS, DESCRIBE_TOOL, CALL_TOOL].contains(&name)
 }
 
-/// The filter of a `sluice_list_tools` call, as it binds cursors.
-pub fn tool_filter(args: &Value) -> Value {
-    json!({
-        "server": args.get("server").and_then(Value::as_str),
-        "query": args.get("query").and_then(Value::as_str).map(str::to_lowercase),
-    })
+/// The filter of a `sluice_list_tools` call, as it binds cursors. A filter
+/// that is present but not a string is `-32602`: ignoring it would return
+/// the unfiltered list as if it were filtered.
+pub fn tool_filter(args: &Value) -> Result<Value, RpcError> {
+    let text = |key: &str| match args.get(key) {
+        None | Some(Value::Null) => Ok(None),
+        Some(Value::String(s)) => Ok(Some(s.clone())),
+        Some(other) => Err(RpcError::invalid_params(format!(
+            "{key} must be a string (got {other})"
+        ))),
+    };
+    Ok(json!({
+        "server": text("server")?,
+        "query": text("query")?.map(|q| q.to_lowercase()),
+    }))
 }
 
 /// Whether a tool passes a [`tool_filter`].
@@ -239,15 +249,17 @@ mod tests {
     #[test]
     fn filters_match_server_and_text() {
         let tool = json!({"name": "git__log", "description": "Shows the commit LOG"});
-        let f = tool_filter(&json!({"server": "git", "query": "Commit"}));
+        let f = tool_filter(&json!({"server": "git", "query": "Commit"})).unwrap_or_default();
         assert!(tool_matches(&f, &tool, "git"));
         assert!(!tool_matches(&f, &tool, "web"));
-        assert!(!tool_matches(
-            &tool_filter(&json!({"query": "push"})),
-            &tool,
-            "git"
-        ));
-        assert!(tool_matches(&tool_filter(&json!({})), &tool, "any"));
+        let push = tool_filter(&json!({"query": "push"})).unwrap_or_default();
+        assert!(!tool_matches(&push, &tool, "git"));
+        let all = tool_filter(&json!({})).unwrap_or_default();
+        assert!(tool_matches(&all, &tool, "any"));
+        assert_eq!(
+            tool_filter(&json!({"server": 5})).map_err(|e| e.code),
+            Err(-32602)
+        );
     }
 
     #[test]

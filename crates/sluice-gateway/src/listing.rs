@@ -99,7 +99,7 @@ impl Gateway {
     fn list_tools(&self, args: &Value) -> Result<Value, RpcError> {
         let limit = parse_limit(args.get("limit"), DEFAULT_LIMIT)?;
         let fields = parse_fields(args.get("fields"), Fields::Lite)?;
-        let filter = progressive::tool_filter(args);
+        let filter = progressive::tool_filter(args)?;
         let fed = self.federation();
         let mut matching = Vec::new();
         for tool in fed.list(ListKind::Tools) {
