@@ -72,10 +72,8 @@ pub struct Collision {
 /// The merged catalog a client sees, with its routes.
 #[derive(Debug, Clone, Default)]
 pub struct Federation {
-    tools: Vec<Value>,
-    resources: Vec<Value>,
-    resource_templates: Vec<Value>,
-    prompts: Vec<Value>,
+    /// The merged lists, in client order.
+    lists: UpstreamCatalog,
     tool_routes: HashMap<String, Route>,
     /// Exposed tool name -> index in `tools`.
     tool_index: HashMap<String, usize>,
@@ -163,8 +161,8 @@ impl Federation {
             return;
         }
         let (routes, list) = match kind {
-            ListKind::Prompts => (&mut self.prompt_routes, &mut self.prompts),
-            _ => (&mut self.tool_routes, &mut self.tools),
+            ListKind::Prompts => (&mut self.prompt_routes, &mut self.lists.prompts),
+            _ => (&mut self.tool_routes, &mut self.lists.tools),
         };
         let mut entry = entry.clone();
         if let Some(obj) = entry.as_object_mut() {
@@ -203,7 +201,7 @@ impl Federation {
         }
         self.resource_owners
             .insert(uri.to_owned(), upstream.to_owned());
-        self.resources.push(entry.clone());
+        self.lists.resources.push(entry.clone());
     }
 
     fn add_template(&mut self, upstream: &str, entry: &Value) {
@@ -217,24 +215,19 @@ impl Federation {
         }
         self.templates
             .push((UriTemplate::parse(template), upstream.to_owned()));
-        self.resource_templates.push(entry.clone());
+        self.lists.resource_templates.push(entry.clone());
     }
 
     /// The merged list of one kind, as the client sees it.
     pub fn list(&self, kind: ListKind) -> &[Value] {
-        match kind {
-            ListKind::Tools => &self.tools,
-            ListKind::Resources => &self.resources,
-            ListKind::ResourceTemplates => &self.resource_templates,
-            ListKind::Prompts => &self.prompts,
-        }
+        self.lists.list(kind)
     }
 
     /// A tool's definition as the client sees it.
     pub fn tool(&self, exposed: &str) -> Option<&Value> {
         self.tool_index
             .get(exposed)
-            .and_then(|&i| self.tools.get(i))
+            .and_then(|&i| self.lists.tools.get(i))
     }
 
     /// Where a namespaced tool goes.

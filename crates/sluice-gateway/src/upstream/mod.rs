@@ -241,10 +241,7 @@ pub(crate) async fn supervise(
         resubscribe(&up, &hub, &conn, &settings);
         let mut reads = ReadSchedule::new(&settings);
         let Some(complete) = refresh_or_stop(&up, &hub, &conn, &settings, &shutdown).await else {
-            conn.shutdown(settings.shutdown_grace).await;
-            up.set_connection(None);
-            up.update(|s| s.state = "stopped");
-            return;
+            return stop(&up, &conn, &settings).await;
         };
         reads.after_read(complete);
         settle();
@@ -258,12 +255,7 @@ pub(crate) async fn supervise(
                 }
             };
             tokio::select! {
-                () = shutdown.cancelled() => {
-                    conn.shutdown(settings.shutdown_grace).await;
-                    up.set_connection(None);
-                    up.update(|s| s.state = "stopped");
-                    return;
-                }
+                () = shutdown.cancelled() => return stop(&up, &conn, &settings).await,
                 () = conn.closed() => break,
                 Some(event) = events.recv() => match event {
                     UpstreamEvent::ListChanged(_) => reads.list_changed(),
@@ -271,10 +263,7 @@ pub(crate) async fn supervise(
                 },
                 () = refresh_due => {
                     let Some(complete) = refresh_or_stop(&up, &hub, &conn, &settings, &shutdown).await else {
-                        conn.shutdown(settings.shutdown_grace).await;
-                        up.set_connection(None);
-                        up.update(|s| s.state = "stopped");
-                        return;
+                        return stop(&up, &conn, &settings).await;
                     };
                     reads.after_read(complete);
                 }
@@ -306,6 +295,14 @@ pub(crate) async fn supervise(
             break;
         }
     }
+    up.update(|s| s.state = "stopped");
+}
+
+/// sluice is shutting down: ends the connection (a child gets SIGTERM,
+/// then SIGKILL after the grace period).
+async fn stop(up: &Upstream, conn: &Connection, settings: &Settings) {
+    conn.shutdown(settings.shutdown_grace).await;
+    up.set_connection(None);
     up.update(|s| s.state = "stopped");
 }
 
