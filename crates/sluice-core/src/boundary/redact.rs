@@ -279,13 +279,10 @@ impl Redactor {
     /// structured result in a text block too) is parsed, walked like a
     /// result, and written back (compact) when anything in it was secret;
     /// `true` when it was handled so. Only texts that could hide something
-    /// are parsed: those that mention a secret key word or an anchor, or
+    /// are parsed (the caller checked that the text starts like JSON):
+    /// those that mention a secret key word or an anchor, or
     /// escape characters (`\/`, `\u...`) that could hide one.
     fn redact_embedded_json(&self, text: &mut String, counts: &mut Redactions) -> bool {
-        let looks_like_json = matches!(text.trim_start().as_bytes().first(), Some(b'{' | b'['));
-        if !looks_like_json {
-            return false;
-        }
         let worth_parsing = text.contains('\\')
             || self
                 .key_words
@@ -322,9 +319,11 @@ impl Redactor {
                 // A text that is a JSON document is redacted as one (keys
                 // and all), so that no text pattern can cut across its
                 // quotes; any other text by its patterns.
-                if !self.redact_embedded_json(s, counts)
-                    && let Some(redacted) = self.redact_str(s, counts)
-                {
+                let json_text = matches!(s.trim_start().as_bytes().first(), Some(b'{' | b'['));
+                if json_text && self.redact_embedded_json(s, counts) {
+                    return;
+                }
+                if let Some(redacted) = self.redact_str(s, counts) {
                     *s = redacted;
                 }
             }
