@@ -16,6 +16,9 @@
 //!   of results for the era of the client that reads them.
 //! - [`config`]: `sluice.toml` and `mcp.json`, validated with one diagnostic
 //!   per problem.
+//! - [`access`]: who may do what: the claims a verified token must carry,
+//!   the scopes a tool needs, the challenges of a refusal.
+//! - [`outbound`]: the SSRF guard on every URL sluice dereferences.
 //! - [`headers`]: the SEP-2243 headers of 2026-07-28 HTTP (`Mcp-Name`,
 //!   `Mcp-Param-*`): their encoding, and which a tool's schema asks for.
 //! - [`naming`]: how upstream tool and prompt names are namespaced.
@@ -27,6 +30,8 @@
 //!   definitions, and drift.
 //! - [`boundary`]: what may leave sluice: secret redaction, the read
 //!   budget with its fixed refusals, and operator projections.
+//! - [`elicitation`]: which elicitation forms ask for secrets, which no
+//!   client is shown.
 //! - [`envelope`]: the page builder of every list sluice owns: limit,
 //!   lite/full fields, the byte cap, sealed cursors.
 //! - [`progressive`]: the meta-tools of progressive discovery.
@@ -51,15 +56,18 @@
 //! ```
 #![deny(missing_docs)]
 
+pub mod access;
 pub mod boundary;
 pub mod canonical;
 pub mod catalog;
 pub mod config;
 pub mod discovery;
+pub mod elicitation;
 pub mod envelope;
 pub mod headers;
 pub mod jsonrpc;
 pub mod naming;
+pub mod outbound;
 pub mod progressive;
 pub mod protocol;
 pub mod request_state;

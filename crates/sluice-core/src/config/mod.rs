@@ -27,6 +27,15 @@ use crate::discovery::WalkLimits;
 use crate::envelope::DEFAULT_PAGE_BYTES;
 use crate::naming;
 
+mod security;
+
+pub use security::{
+    AllowedOrigin, AuthConfig, AuthMode, BearerToken, DEFAULT_RATE, IssuerConfig, MIN_TOKEN_CHARS,
+    OAuthConfig, Rate, RateLimitConfig, Rlimits, ScopeRequirement, SensitiveElicitation,
+    TokenSource, parse_rate,
+};
+use security::{RawAuth, RawRateLimit, RawRlimit};
+
 /// The default HTTP listen address (loopback only).
 pub const DEFAULT_LISTEN: &str = "127.0.0.1:8787";
 /// The path of the MCP endpoint.
@@ -55,6 +64,12 @@ pub struct Config {
     pub projections: Vec<ProjectionRule>,
     /// `[state]`.
     pub state: StateConfig,
+    /// `[auth]`.
+    pub auth: AuthConfig,
+    /// `[ratelimit]`.
+    pub ratelimit: RateLimitConfig,
+    /// `[policy] sensitive_elicitation`.
+    pub sensitive_elicitation: SensitiveElicitation,
 }
 
 /// `[limits]`: the read budget and the transport ceiling.
@@ -156,6 +171,9 @@ pub struct ServerConfig {
     pub startup_timeout: Duration,
     /// `shutdown_grace`: how long a child gets after SIGTERM before SIGKILL.
     pub shutdown_grace: Duration,
+    /// `allowed_origins`: the browser origins that may call sluice (a
+    /// present `Origin` outside them gets 403). Default: localhost.
+    pub allowed_origins: Vec<AllowedOrigin>,
 }
 
 /// One `[[upstream]]`.
@@ -179,6 +197,11 @@ pub struct UpstreamConfig {
     /// `prefix`: whether its tool and prompt names are shown as
     /// `<name><separator><tool>` (default) or as they are.
     pub prefixed: bool,
+    /// `rate_limit`: its tools' call rate, when it differs from
+    /// `[ratelimit] default` (`Some(None)`: off).
+    pub rate_limit: Option<Option<Rate>>,
+    /// `tool_rate_limit`: per-tool rates, by the upstream's names.
+    pub tool_rate_limits: BTreeMap<String, Option<Rate>>,
 }
 
 /// How sluice reaches an upstream.
@@ -195,6 +218,8 @@ pub enum UpstreamTransport {
         env: BTreeMap<String, String>,
         /// `cwd`.
         cwd: Option<PathBuf>,
+        /// `rlimit`: resource limits of the child.
+        rlimit: Rlimits,
     },
     /// A Streamable HTTP endpoint.
     Http {
@@ -202,6 +227,9 @@ pub enum UpstreamTransport {
         url: String,
         /// `headers`, with `${VAR}` expanded.
         headers: BTreeMap<String, String>,
+        /// `allow_private`: the URL may resolve to a loopback, private or
+        /// link-local address (S-10 refuses those by default).
+        allow_private: bool,
     },
 }
 
@@ -244,6 +272,10 @@ struct RawConfig {
     policy: RawPolicy,
     #[serde(default)]
     state: RawState,
+    #[serde(default)]
+    auth: RawAuth,
+    #[serde(default)]
+    ratelimit: RawRateLimit,
 }
 
 #[derive(Debug, Deserialize, Default)]
@@ -265,6 +297,7 @@ struct RawRedaction {
 struct RawPolicy {
     #[serde(default)]
     project: Vec<RawProject>,
+    sensitive_elicitation: Option<Spanned<String>>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -308,6 +341,7 @@ struct RawServer {
     max_sessions: Option<Spanned<i64>>,
     startup_timeout: Option<Spanned<String>>,
     shutdown_grace: Option<Spanned<String>>,
+    allowed_origins: Option<Vec<Spanned<String>>>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -325,6 +359,10 @@ struct RawUpstream {
     mcp_read_response_max_bytes: Option<Spanned<i64>>,
     tool_read_budget: Option<BTreeMap<String, Spanned<i64>>>,
     prefix: Option<bool>,
+    allow_private: Option<bool>,
+    rate_limit: Option<Spanned<String>>,
+    tool_rate_limit: Option<BTreeMap<String, Spanned<String>>>,
+    rlimit: Option<RawRlimit>,
 }
 
 /// Collects diagnostics with locations resolved against one source.
@@ -368,8 +406,36 @@ impl Config {
         let redaction = validate_redaction(&raw.redaction, env, &mut diags);
         let projections = validate_projections(&raw.policy, &mut diags);
         let state = validate_state(&raw.state, env, &mut diags);
-        match (server, catalog, limits) {
-            (Some(server), Some(catalog), Some(limits)) if diags.list.is_empty() => Ok(Config {
+        let auth = security::validate_auth(&raw.auth, env, &mut diags);
+        let ratelimit = security::validate_ratelimit(&raw.ratelimit, &mut diags);
+        let sensitive_elicitation = diags.choice(
+            &raw.policy.sensitive_elicitation,
+            "policy.sensitive_elicitation",
+            SensitiveElicitation::Refuse,
+            &[
+                ("refuse", SensitiveElicitation::Refuse),
+                ("allow", SensitiveElicitation::Allow),
+            ],
+        );
+        if let (Some(server), Some(auth)) = (&server, &auth) {
+            check_exposure(server, auth, &raw.server, &mut diags);
+        }
+        match (
+            server,
+            catalog,
+            limits,
+            auth,
+            ratelimit,
+            sensitive_elicitation,
+        ) {
+            (
+                Some(server),
+                Some(catalog),
+                Some(limits),
+                Some(auth),
+                Some(ratelimit),
+                Some(sensitive_elicitation),
+            ) if diags.list.is_empty() => Ok(Config {
                 server,
                 upstreams,
                 catalog,
@@ -377,6 +443,9 @@ impl Config {
                 redaction,
                 projections,
                 state,
+                auth,
+                ratelimit,
+                sensitive_elicitation,
             }),
             _ => Err(diags.list),
         }
@@ -448,6 +517,8 @@ impl Config {
                     read_budget: None,
                     tool_read_budgets: BTreeMap::new(),
                     prefixed: true,
+                    rate_limit: None,
+                    tool_rate_limits: BTreeMap::new(),
                 });
             }
         }
@@ -462,6 +533,11 @@ impl Config {
             state: StateConfig::default(),
             server: ServerConfig::default(),
             upstreams,
+            auth: AuthConfig::default(),
+            ratelimit: RateLimitConfig {
+                default: Some(DEFAULT_RATE),
+            },
+            sensitive_elicitation: SensitiveElicitation::Refuse,
         })
     }
 }
@@ -512,6 +588,7 @@ fn mcp_json_transport(
                 args,
                 env: env_map,
                 cwd: entry.get("cwd").and_then(Value::as_str).map(PathBuf::from),
+                rlimit: Rlimits::default(),
             })
         }
         (None, Some(Value::String(url))) => {
@@ -523,6 +600,8 @@ fn mcp_json_transport(
             Some(UpstreamTransport::Http {
                 url: url.clone(),
                 headers,
+                // sluice's own key, which the other tools ignore.
+                allow_private: entry.get("allowPrivate") == Some(&Value::Bool(true)),
             })
         }
         _ => {
@@ -601,6 +680,7 @@ fn validate_server(raw: &RawServer, diags: &mut Diagnostics<'_>) -> Option<Serve
         d.max_sessions,
         (1, 100_000),
     );
+    let allowed_origins = security::validate_origins(&raw.allowed_origins, diags);
     Some(ServerConfig {
         listen: listen?,
         separator: separator?,
@@ -609,6 +689,33 @@ fn validate_server(raw: &RawServer, diags: &mut Diagnostics<'_>) -> Option<Serve
         max_sessions: max_sessions?,
         startup_timeout: startup_timeout?,
         shutdown_grace: shutdown_grace?,
+        allowed_origins: allowed_origins?,
+    })
+}
+
+fn check_exposure(
+    server: &ServerConfig,
+    auth: &AuthConfig,
+    raw: &RawServer,
+    diags: &mut Diagnostics<'_>,
+) {
+    if let Some(problem) = exposure_problem(server.listen, auth) {
+        diags.push(
+            raw.listen.as_ref().map(Spanned::span),
+            "server.listen",
+            problem,
+        );
+    }
+}
+
+/// A non-loopback listener serves whoever reaches it, so it needs auth
+/// (S-5, S-16, S-22): what is wrong with listening on `listen`, if
+/// anything. Also for a listen address given on the command line.
+pub fn exposure_problem(listen: SocketAddr, auth: &AuthConfig) -> Option<String> {
+    (!listen.ip().is_loopback() && auth.mode == AuthMode::None).then(|| {
+        format!(
+            "{listen} is not a loopback address, and [auth] mode is \"none\": anyone who can reach it could use every upstream. Set [auth] mode = \"bearer\" or \"oauth\", or listen on 127.0.0.1"
+        )
     })
 }
 
@@ -795,11 +902,25 @@ fn validate_upstream(
                 );
                 ok = false;
             }
+            if raw.allow_private.is_some() {
+                diags.push(
+                    Some(raw.name.span()),
+                    &format!("{key}.allow_private"),
+                    "only an upstream with `url` takes allow_private".into(),
+                );
+                ok = false;
+            }
+            let rlimit = match &raw.rlimit {
+                None => Some(Rlimits::default()),
+                Some(r) => security::validate_rlimit(r, &key, diags),
+            };
+            ok &= rlimit.is_some();
             UpstreamTransport::Stdio {
                 command: command.get_ref().clone(),
                 args: raw.args.clone().unwrap_or_default(),
                 env: env_map,
                 cwd: raw.cwd.as_ref().map(PathBuf::from),
+                rlimit: rlimit.unwrap_or_default(),
             }
         }
         (None, Some(url)) => {
@@ -816,6 +937,7 @@ fn validate_upstream(
                 ("args", raw.args.is_some()),
                 ("env", raw.env.is_some()),
                 ("cwd", raw.cwd.is_some()),
+                ("rlimit", raw.rlimit.is_some()),
             ]
             .iter()
             .filter(|f| f.1)
@@ -823,13 +945,14 @@ fn validate_upstream(
                 diags.push(
                     Some(url.span()),
                     &format!("{key}.{}", field.0),
-                    "only an upstream with `command` takes args, env and cwd".into(),
+                    "only an upstream with `command` takes args, env, cwd and rlimit".into(),
                 );
                 ok = false;
             }
             UpstreamTransport::Http {
                 url: url.get_ref().clone(),
                 headers,
+                allow_private: raw.allow_private.unwrap_or(false),
             }
         }
         (Some(_), Some(url)) => {
@@ -873,6 +996,23 @@ fn validate_upstream(
             None => ok = false,
         }
     }
+    let rate_limit = match &raw.rate_limit {
+        None => None,
+        Some(r) => {
+            let rate = security::rate(r, &format!("{key}.rate_limit"), diags);
+            ok &= rate.is_some();
+            rate
+        }
+    };
+    let mut tool_rate_limits = BTreeMap::new();
+    for (tool, r) in raw.tool_rate_limit.iter().flatten() {
+        match security::rate(r, &format!("{key}.tool_rate_limit.{tool}"), diags) {
+            Some(rate) => {
+                tool_rate_limits.insert(tool.clone(), rate);
+            }
+            None => ok = false,
+        }
+    }
     ok.then(|| UpstreamConfig {
         name: name.clone(),
         transport,
@@ -881,6 +1021,8 @@ fn validate_upstream(
         read_budget,
         tool_read_budgets,
         prefixed: raw.prefix.unwrap_or(true),
+        rate_limit,
+        tool_rate_limits,
     })
 }
 
@@ -1155,6 +1297,10 @@ impl Config {
                 }
             }
         }
+        // Clients' bearer tokens must not come back through a result.
+        if let AuthMode::Bearer(tokens) = &self.auth.mode {
+            out.extend(tokens.iter().filter_map(|t| t.secret().map(str::to_owned)));
+        }
         out
     }
 }
@@ -1208,6 +1354,7 @@ impl Default for ServerConfig {
             max_sessions: 1_000,
             startup_timeout: Duration::from_secs(30),
             shutdown_grace: Duration::from_secs(5),
+            allowed_origins: security::default_origins(),
         }
     }
 }
@@ -1224,6 +1371,8 @@ impl fmt::Debug for UpstreamConfig {
             .field("read_budget", &self.read_budget)
             .field("tool_read_budgets", &self.tool_read_budgets)
             .field("prefixed", &self.prefixed)
+            .field("rate_limit", &self.rate_limit)
+            .field("tool_rate_limits", &self.tool_rate_limits)
             .finish()
     }
 }
@@ -1237,17 +1386,24 @@ impl fmt::Debug for UpstreamTransport {
                 args,
                 env,
                 cwd,
+                rlimit,
             } => f
                 .debug_struct("Stdio")
                 .field("command", command)
                 .field("args", args)
                 .field("env", &env.keys().collect::<Vec<_>>())
                 .field("cwd", cwd)
+                .field("rlimit", rlimit)
                 .finish(),
-            UpstreamTransport::Http { url, headers } => f
+            UpstreamTransport::Http {
+                url,
+                headers,
+                allow_private,
+            } => f
                 .debug_struct("Http")
                 .field("url", url)
                 .field("headers", &headers.keys().collect::<Vec<_>>())
+                .field("allow_private", allow_private)
                 .finish(),
         }
     }
