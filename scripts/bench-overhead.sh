@@ -17,7 +17,7 @@ INS=("$N22" "$PEERS/node/node_modules/@modelcontextprotocol/inspector/clients/la
 E="$PEERS/node/node_modules/@modelcontextprotocol/server-everything/dist/index.js"
 CONFIG="$(mktemp)"
 trap 'rm -f "$CONFIG"' EXIT
-printf '[[upstream]]\nname = "everything"\ncommand = "%s"\nargs = ["%s", "stdio"]\n' "$N22" "$E" >"$CONFIG"
+printf '[ratelimit]\ndefault = "1000000/s"   # measure the limiter, never hit it\n[[upstream]]\nname = "everything"\ncommand = "%s"\nargs = ["%s", "stdio"]\n' "$N22" "$E" >"$CONFIG"
 run() {
     "${INS[@]}" -e "SLUICE_CONFIG=$CONFIG" "$@" --tool-args-json '{"a":1,"b":2}' \
         --load --load-requests "$REQUESTS" --load-concurrency "$CONCURRENCY" 2>/dev/null |

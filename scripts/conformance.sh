@@ -61,6 +61,7 @@ cat >"$WORK/http.toml" <<TOML
 [[upstream]]
 name = "conformance"
 url = "$FIXTURE_URL"
+allow_private = true
 prefix = false
 TOML
 start "$WORK/sluice-stdio.log" "$SLUICE" serve --listen 127.0.0.1:0 --config "$WORK/stdio.toml"

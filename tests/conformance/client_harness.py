@@ -90,6 +90,7 @@ def write_config(work: Path, url: str) -> Path:
         "\n[[upstream]]\n"
         'name = "mock"\n'
         f"url = {json.dumps(url)}\n"
+        "allow_private = true\n"
         "prefix = false\n"
     )
     return cfg

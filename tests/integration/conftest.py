@@ -85,6 +85,9 @@ def write_config(
             lines.append(f"env = {toml_inline_table(up.env)}")
     for name, r in (remote or {}).items():
         lines += ["", "[[upstream]]", f"name = {toml_str(name)}", f"url = {toml_str(r['url'])}"]
+        # The test servers listen on loopback, which the outbound guard refuses unless allowed.
+        if r.get("allow_private", True):
+            lines.append("allow_private = true")
         if r.get("headers"):
             lines.append(f"headers = {toml_inline_table(r['headers'])}")
     path.write_text("\n".join(lines) + "\n", encoding="utf-8")

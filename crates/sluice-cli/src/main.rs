@@ -16,7 +16,7 @@ use std::sync::Arc;
 use anyhow::Context;
 use clap::{Parser, Subcommand};
 use sluice_core::catalog::lockfile::Lockfile;
-use sluice_core::config::{Config, Diagnostic, MCP_PATH, Source};
+use sluice_core::config::{self, Config, Diagnostic, MCP_PATH, Source};
 use sluice_gateway::Gateway;
 use tracing_subscriber::EnvFilter;
 
@@ -189,6 +189,14 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             };
             if let Some(listen) = listen {
                 config.server.listen = listen;
+                // The flag is checked as the key would be (stdio serves no
+                // listener, so it needs no auth).
+                if let Some(problem) = config::exposure_problem(listen, &config.auth)
+                    && !stdio
+                {
+                    eprintln!("--listen: {problem}");
+                    return Ok(ExitCode::from(EXIT_CONFIG));
+                }
             }
             let path = source.lockfile(&config);
             let lock = match pinning::read_lockfile(&path) {
@@ -259,7 +267,7 @@ fn load(args: &ConfigArgs) -> Result<Config, ExitCode> {
     } else {
         Config::from_toml(source, &env)
     };
-    parsed.map_err(|diagnostics: Vec<Diagnostic>| {
+    let mut config = parsed.map_err(|diagnostics: Vec<Diagnostic>| {
         for d in &diagnostics {
             eprintln!("{d}");
         }
@@ -268,7 +276,21 @@ fn load(args: &ConfigArgs) -> Result<Config, ExitCode> {
             diagnostics.len()
         );
         ExitCode::from(EXIT_CONFIG)
-    })
+    })?;
+    // Token files are relative to the config file, like the lockfile.
+    let dir = path.parent().unwrap_or(Path::new("."));
+    let read = |file: &Path| std::fs::read_to_string(dir.join(file)).map_err(|e| e.to_string());
+    if let Err(problems) = config.auth.load_token_files(&read) {
+        for p in &problems {
+            eprintln!("{name}: {p}");
+        }
+        eprintln!(
+            "sluice: {} configuration problem(s); nothing was started",
+            problems.len()
+        );
+        return Err(ExitCode::from(EXIT_CONFIG));
+    }
+    Ok(config)
 }
 
 async fn serve(
@@ -301,6 +323,13 @@ async fn serve(
         }
     };
     let local = listener.local_addr().context("reading the bound address")?;
+    if !gateway.auth.is_on() {
+        // Loopback only (a public bind without auth is refused at load),
+        // but every local process and user can still call every upstream.
+        tracing::warn!(
+            "serving HTTP without [auth]: any process on this machine can use every upstream; set [auth] mode = \"bearer\" or use --stdio (S-16)"
+        );
+    }
     eprintln!(
         "sluice {} listening on http://{local}{MCP_PATH}",
         sluice_gateway::gateway::VERSION

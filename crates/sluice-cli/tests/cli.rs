@@ -151,7 +151,8 @@ async fn sigterm_ends_every_child_even_one_that_ignores_eof() {
 }
 
 #[tokio::test(flavor = "multi_thread")]
-async fn children_get_only_the_configured_environment_and_their_stderr_is_logged_by_name() {
+async fn children_get_only_the_configured_environment_and_limits_and_their_stderr_is_logged_by_name()
+ {
     let dir = tempfile::tempdir().unwrap();
     let envfile = dir.path().join("env.txt");
     let script = format!(
@@ -160,7 +161,7 @@ async fn children_get_only_the_configured_environment_and_their_stderr_is_logged
         fixture_bin()
     );
     let config = format!(
-        "[[upstream]]\nname = \"envy\"\ncommand = \"sh\"\nargs = [\"-c\", {script:?}]\nenv = {{ GRANTED = \"yes\" }}\n"
+        "[[upstream]]\nname = \"envy\"\ncommand = \"sh\"\nargs = [\"-c\", {script:?}]\nenv = {{ GRANTED = \"granted-value-7\" }}\nrlimit = {{ open_files = 77, cpu_seconds = 3600 }}\n"
     );
     let (_cfg_dir, path) = write_config(&config);
     let mut child = tokio::process::Command::new(sluice_bin())
@@ -175,17 +176,52 @@ async fn children_get_only_the_configured_environment_and_their_stderr_is_logged
         .unwrap();
     use tokio::io::AsyncBufReadExt;
     let mut lines = tokio::io::BufReader::new(child.stderr.take().unwrap()).lines();
-    let logged = tokio::time::timeout(WAIT, async {
+    let (spawned, logged) = tokio::time::timeout(WAIT, async {
+        let mut spawned = None;
         loop {
             let line = lines.next_line().await.unwrap().unwrap();
-            if line.contains("stderr-marker-42") && !line.contains("spawning upstream") {
-                return line;
+            if line.contains("spawned upstream") {
+                spawned = Some(line);
+            } else if line.contains("stderr-marker-42") {
+                return (spawned, line);
             }
         }
     })
     .await
     .expect("the child's stderr reached sluice's log");
     assert!(logged.contains("upstream=envy"), "{logged}");
+    // The spawn is on record with its pid and the names of its
+    // environment, never the values.
+    let spawned = spawned.expect("the spawn was logged before the child spoke");
+    assert!(
+        spawned.contains("envy") && spawned.contains("GRANTED"),
+        "{spawned}"
+    );
+    assert!(!spawned.contains("granted-value-7"), "{spawned}");
+    let pid: u32 = spawned
+        .split("pid=Some(")
+        .nth(1)
+        .and_then(|rest| rest.split(')').next())
+        .and_then(|p| p.parse().ok())
+        .unwrap_or_else(|| panic!("no pid in {spawned}"));
+    // The limits were set before the spawn was logged; `sh` exec'd the
+    // fixture, which keeps the pid.
+    let limits = std::fs::read_to_string(format!("/proc/{pid}/limits")).unwrap();
+    let row = |name: &str| {
+        limits
+            .lines()
+            .find(|l| l.starts_with(name))
+            .map(|l| l.split_whitespace().collect::<Vec<_>>().join(" "))
+            .unwrap_or_default()
+    };
+    assert!(
+        row("Max open files").starts_with("Max open files 77 77"),
+        "{limits}"
+    );
+    assert!(
+        row("Max cpu time").starts_with("Max cpu time 3600 3600"),
+        "{limits}"
+    );
     let env = std::fs::read_to_string(&envfile).unwrap();
     let names: std::collections::BTreeSet<&str> = env
         .lines()

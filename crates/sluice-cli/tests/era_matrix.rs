@@ -564,6 +564,38 @@ impl Client {
         );
     }
 
+    /// Step 4c: a form that asks for a password never reaches the client
+    /// (S-27). A legacy upstream's question is answered with an error; a
+    /// modern upstream's round is declined by sluice itself.
+    async fn refuses_a_sensitive_elicitation(&mut self) {
+        let params = json!({"name": tool("elicit"),
+            "arguments": {"message": "Enter your GitHub password"}});
+        let (answer, seen) = self.request(55, "tools/call", params).await;
+        assert!(
+            seen.iter().all(|m| m["method"] != "elicitation/create"),
+            "{}: the question reached the client: {seen:?}",
+            self.name
+        );
+        self.assert_shaped(&answer);
+        match self.upstream {
+            UpstreamEra::Legacy => {
+                assert_eq!(answer["result"]["isError"], true, "{}: {answer}", self.name);
+                assert!(
+                    first_text(&answer)
+                        .contains("sluice refused an elicitation that asks for sensitive data"),
+                    "{}: {answer}",
+                    self.name
+                );
+            }
+            UpstreamEra::Modern => assert_eq!(
+                first_text(&answer),
+                "action=decline content=null",
+                "{}: {answer}",
+                self.name
+            ),
+        }
+    }
+
     /// Step 5: `add_tool` reaches the client as `list_changed`, after which the
     /// new tool is listed and callable.
     async fn delivers_list_changed(&mut self) {
@@ -736,6 +768,7 @@ async fn era_matrix(client: ClientEra, upstream: UpstreamEra, downstream: Downst
     c.cancels_a_hung_call(&wire).await;
     c.round_trips_sampling().await;
     c.round_trips_elicitation().await;
+    c.refuses_a_sensitive_elicitation().await;
     c.delivers_list_changed().await;
 }
 

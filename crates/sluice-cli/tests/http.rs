@@ -372,7 +372,7 @@ async fn http_upstreams_of_both_eras() {
     let mut modern = spawn_http_fixture(&["--era", "modern"]).await;
     let mut legacy = spawn_http_fixture(&["--era", "legacy"]).await;
     let upstreams = format!(
-        "[[upstream]]\nname = \"hm\"\nurl = \"{}\"\nheaders = {{ X-Test = \"1\" }}\n[[upstream]]\nname = \"hl\"\nurl = \"{}\"\n",
+        "[[upstream]]\nname = \"hm\"\nurl = \"{}\"\nallow_private = true\nheaders = {{ X-Test = \"1\" }}\n[[upstream]]\nname = \"hl\"\nurl = \"{}\"\nallow_private = true\n",
         modern.1, legacy.1
     );
     let s = HttpSluice::start(&config("", &upstreams)).await;
@@ -463,7 +463,7 @@ async fn modern_clients_hear_of_catalog_changes_through_subscriptions_listen() {
 async fn catalog_changes_of_modern_upstreams_arrive_through_their_listen_stream() {
     let mut http_fixture = spawn_http_fixture(&["--era", "modern"]).await;
     let upstreams = format!(
-        "{}[[upstream]]\nname = \"mh\"\nurl = \"{}\"\n",
+        "{}[[upstream]]\nname = \"mh\"\nurl = \"{}\"\nallow_private = true\n",
         fixture_upstream("ms", &["--era", "modern"]),
         http_fixture.1
     );
@@ -564,7 +564,10 @@ async fn param_headers_are_checked_coming_in_and_computed_going_out() {
     let mut upstream = spawn_http_fixture(&["--era", "modern"]).await;
     let s = HttpSluice::start(&config(
         "",
-        &format!("[[upstream]]\nname = \"mh\"\nurl = \"{}\"\n", upstream.1),
+        &format!(
+            "[[upstream]]\nname = \"mh\"\nurl = \"{}\"\nallow_private = true\n",
+            upstream.1
+        ),
     ))
     .await;
     s.wait_health(|h| h["upstreams"]["mh"]["state"] == json!("ready"))
@@ -773,7 +776,10 @@ async fn a_polling_legacy_upstream_is_resumed_with_last_event_id() {
     let mut upstream = spawn_http_fixture(&["--era", "legacy", "--sse-polling"]).await;
     let s = HttpSluice::start(&config(
         "",
-        &format!("[[upstream]]\nname = \"pl\"\nurl = \"{}\"\n", upstream.1),
+        &format!(
+            "[[upstream]]\nname = \"pl\"\nurl = \"{}\"\nallow_private = true\n",
+            upstream.1
+        ),
     ))
     .await;
     s.wait_health(|h| h["upstreams"]["pl"]["state"] == json!("ready"))

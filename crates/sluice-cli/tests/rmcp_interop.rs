@@ -359,7 +359,7 @@ fn assert_same<T: serde::Serialize>(lifecycle: Lifecycle, via: &T, direct: &T, w
 async fn rmcp_server_as_an_http_upstream() {
     let rs = start_rs_http().await;
     let config = format!(
-        "[server]\nrequest_timeout = \"10s\"\n[[upstream]]\nname = \"rs\"\nurl = \"{}\"\n",
+        "[server]\nrequest_timeout = \"10s\"\n[[upstream]]\nname = \"rs\"\nurl = \"{}\"\nallow_private = true\n",
         rs.url
     );
     let s = HttpSluice::start(&config).await;

@@ -18,7 +18,9 @@ use tokio::sync::{broadcast, watch};
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
+use crate::auth::Auth;
 use crate::bridge::Bridge;
+use crate::ratelimit::RateLimits;
 use crate::upstream::{self, Settings, Upstream, UpstreamEvent, UpstreamStatus};
 
 /// sluice's name in `serverInfo` and `clientInfo`.
@@ -34,6 +36,10 @@ pub struct Gateway {
     pub(crate) hub: Arc<Hub>,
     /// Seals the cursors of every list sluice pages.
     pub(crate) cursors: Cursors,
+    /// Who HTTP clients are (`[auth]`).
+    pub auth: Auth,
+    /// The tool-call rate limiters.
+    pub(crate) rate_limits: Arc<RateLimits>,
     shutdown: CancellationToken,
     tracker: TaskTracker,
 }
@@ -90,6 +96,16 @@ pub(crate) enum ClientEvent {
 
 // === impl Gateway ===
 
+/// Keeps the rate limiters' memory bounded by the recently active keys.
+async fn forget_idle_rates(limits: Arc<RateLimits>, shutdown: CancellationToken) {
+    loop {
+        tokio::select! {
+            () = tokio::time::sleep(Duration::from_secs(60)) => limits.forget_idle(),
+            () = shutdown.cancelled() => return,
+        }
+    }
+}
+
 impl Gateway {
     /// Starts one supervisor per upstream and returns at once; upstreams
     /// connect in the background. With a lockfile, clients see only what it
@@ -141,9 +157,16 @@ impl Gateway {
             ));
         }
         tracker.close();
+        let rate_limits = Arc::new(RateLimits::new(&config));
+        tokio::spawn(forget_idle_rates(
+            Arc::clone(&rate_limits),
+            shutdown.clone(),
+        ));
         Arc::new(Gateway {
             bridge: Bridge::new(config.server.request_timeout),
             cursors: Cursors::new(cursor_secret),
+            auth: Auth::new(&config.auth),
+            rate_limits,
             config,
             upstreams,
             hub,
@@ -186,12 +209,25 @@ impl Gateway {
         let _ = tokio::time::timeout(limit, rx.wait_for(|settled| *settled >= n)).await;
     }
 
-    /// `/health`: status, version, and each upstream's state.
+    /// `/health`, which anyone who reaches the listener may read, before
+    /// any auth (S-7): status, version, and each upstream's state, era,
+    /// catalog counts and approval. With `[auth]` on, not the last error,
+    /// which may name an internal address; without, the listener is
+    /// loopback-only and open to every local process anyway, and the error
+    /// (redacted) is what an operator needs.
     pub fn health(&self) -> Value {
         let upstreams: serde_json::Map<String, Value> = self
             .upstreams
             .iter()
-            .map(|u| (u.name().to_owned(), self.status_value(&u.status())))
+            .map(|u| {
+                let mut status = self.status_value(&u.status());
+                if self.auth.is_on()
+                    && let Some(obj) = status.as_object_mut()
+                {
+                    obj.remove("last_error");
+                }
+                (u.name().to_owned(), status)
+            })
             .collect();
         let all_ready = self.upstreams.iter().all(|u| u.status().state == "ready");
         json!({

@@ -21,6 +21,11 @@
 //!   2026-07-28 clients.
 //! - `upstream`: one supervisor task per upstream: connect, probe the era,
 //!   read the catalog to its last page, relay, restart with backoff.
+//! - [`auth`]: who an HTTP request comes from (`[auth]`: bearer tokens,
+//!   OAuth JWTs verified against cached issuer keys); `ratelimit`: the
+//!   per-principal, per-tool limiter every tool call passes.
+//! - [`outbound`]: every URL sluice dereferences is resolved, checked
+//!   against the SSRF rules and connected to at the checked addresses only.
 //! - `rescue`: the one place a gateway failure becomes a JSON-RPC error,
 //!   with the table of sluice's own codes.
 //! - [`gateway`]: the running whole: supervisors, the published catalog
@@ -29,11 +34,14 @@
 //!   `sluice check`.
 #![deny(missing_docs)]
 
+pub mod auth;
 mod bridge;
 pub mod downstream;
 pub mod gateway;
 mod listing;
+pub mod outbound;
 mod pending;
+mod ratelimit;
 pub mod rescue;
 mod router;
 mod upstream;

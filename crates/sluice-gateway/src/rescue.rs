@@ -40,6 +40,34 @@ pub const ANSWER_TOO_LARGE: i64 = -32007;
 /// A call to an entry withheld because it drifted from `sluice.lock`.
 pub const DRIFT_BLOCKED: i64 = -32010;
 
+/// A tool call over its principal's rate limit (S-24).
+pub const RATE_LIMITED: i64 = -32011;
+/// A tool call whose principal lacks a scope the call needs (S-20).
+pub const INSUFFICIENT_SCOPE: i64 = -32012;
+
+/// The error for a call over the rate limit: `data.retryAfterMs` says
+/// when the next call would pass.
+pub fn rate_limited(tool: &str, wait: Duration) -> RpcError {
+    let ms = u64::try_from(wait.as_millis()).unwrap_or(u64::MAX).max(1);
+    RpcError::new(
+        RATE_LIMITED,
+        format!("rate limited: too many calls of {tool:?}; retry in {ms} ms"),
+    )
+    .with_data(json!({"retryAfterMs": ms}))
+}
+
+/// The error for a call that needs scopes the caller's token lacks.
+pub fn insufficient_scope(tool: &str, required: &[String]) -> RpcError {
+    RpcError::new(
+        INSUFFICIENT_SCOPE,
+        format!(
+            "insufficient scope: calling {tool:?} needs the scope(s) {}",
+            required.join(" ")
+        ),
+    )
+    .with_data(json!({"requiredScopes": required}))
+}
+
 /// The error for a call to a withheld entry. `what` is `tool`, `prompt` or
 /// `resource`; `name` is what the client asked for.
 pub fn drift_blocked(what: &str, name: &str, route: &WithheldRoute) -> RpcError {

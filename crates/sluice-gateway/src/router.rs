@@ -10,6 +10,7 @@
 use std::sync::Arc;
 
 use serde_json::{Value, json};
+use sluice_core::access::{self, Principal};
 use sluice_core::discovery::ListKind;
 use sluice_core::headers;
 use sluice_core::jsonrpc::{self, RpcError};
@@ -20,7 +21,9 @@ use crate::bridge::{self, Flight, Question};
 use crate::downstream::{ClientSession, RequestCtx};
 use sluice_core::boundary::Boundary;
 use sluice_core::boundary::budget::Surface;
-use sluice_core::config::CatalogMode;
+use sluice_core::config::{CatalogMode, SensitiveElicitation};
+use sluice_core::elicitation;
+use sluice_core::outbound::Url;
 use sluice_core::progressive;
 
 use crate::gateway::{ClientEvent, Gateway};
@@ -57,6 +60,25 @@ fn set_meta(params: &mut Value, key: &str, value: Value) {
 
 /// The longest a request waits for upstreams still starting.
 const SETTLE_WAIT_MAX: std::time::Duration = std::time::Duration::from_secs(10);
+
+/// The error for an elicitation sluice will not pass on (S-27).
+fn sensitive_elicitation_refused() -> RpcError {
+    RpcError::invalid_params(
+        "sluice refused an elicitation that asks for sensitive data (a credential, payment or identity field); collect secrets through configuration or URL-mode elicitation",
+    )
+}
+
+/// Puts one round's `answers` and the upstream's `requestState` into the
+/// retry's params (MRTR).
+fn answer_round(params: &mut Value, result: &Value, answers: serde_json::Map<String, Value>) {
+    if let Some(obj) = params.as_object_mut() {
+        obj.insert("inputResponses".into(), Value::Object(answers));
+        match result.get("requestState") {
+            Some(state) => obj.insert("requestState".into(), state.clone()),
+            None => obj.remove("requestState"),
+        };
+    }
+}
 
 /// Hints on results forwarded from an upstream that gave none: sluice cannot
 /// know whether they depend on who asks.
@@ -136,7 +158,11 @@ impl Gateway {
 
     /// A legacy `initialize`: the answer, and the session it opens (which
     /// already receives the gateway's events for its standalone stream).
-    pub fn initialize(&self, params: &Value) -> (Value, Arc<ClientSession>) {
+    pub fn initialize(
+        &self,
+        params: &Value,
+        principal: Arc<Principal>,
+    ) -> (Value, Arc<ClientSession>) {
         let requested = params.get("protocolVersion").and_then(Value::as_str);
         let version = protocol::negotiate_legacy(requested);
         let result = json!({
@@ -148,7 +174,7 @@ impl Gateway {
             .get("capabilities")
             .cloned()
             .unwrap_or_else(|| json!({}));
-        let session = ClientSession::new(version.to_owned(), caps);
+        let session = ClientSession::new(version.to_owned(), caps, principal);
         session.forward_events(self.subscribe());
         (result, session)
     }
@@ -229,12 +255,46 @@ impl Gateway {
             .get("name")
             .and_then(Value::as_str)
             .unwrap_or_default();
+        if kind == ListKind::Tools {
+            self.admit_call(ctx, &route.upstream, &route.name, exposed)?;
+        }
         let boundary = match kind {
             ListKind::Tools => self.tool_boundary(upstream, exposed, &route.name),
             _ => self.boundary(upstream, Surface::Prompt, true),
         };
         self.forward(ctx, upstream, method, &client_params, params, &boundary)
             .await
+    }
+
+    /// A tool call's admission: the scopes `[[auth.require]]` asks for
+    /// (S-20), then the rate limit (S-24), counted only for calls that are
+    /// allowed at all.
+    fn admit_call(
+        &self,
+        ctx: &RequestCtx,
+        upstream: &str,
+        tool: &str,
+        exposed: &str,
+    ) -> Result<(), RpcError> {
+        if ctx.scoped {
+            let required = access::required_scopes(&self.config.auth.require, upstream, tool);
+            if !ctx.principal.missing(&required).is_empty() {
+                tracing::info!(
+                    principal = %ctx.principal.name,
+                    tool = exposed,
+                    request = %ctx.request_id,
+                    "refused: insufficient scope (needs {})",
+                    required.join(" ")
+                );
+                return Err(rescue::insufficient_scope(exposed, &required));
+            }
+        }
+        self.rate_limits
+            .check(&ctx.principal.name, upstream, tool, exposed)
+            .map_err(|wait| {
+                tracing::debug!(principal = %ctx.principal.name, tool = exposed, "rate limited");
+                rescue::rate_limited(exposed, wait)
+            })
     }
 
     /// What a client's answer from `upstream` goes through: redaction
@@ -278,6 +338,12 @@ impl Gateway {
                 "params.uri must be the resource's URI",
             ));
         };
+        // S-25: only a well-formed absolute URI (RFC 3986) is passed on.
+        if Url::parse(uri).is_err() {
+            return Err(RpcError::invalid_params(
+                "params.uri is not an absolute URI (RFC 3986)",
+            ));
+        }
         let upstream = self.resource_owner(uri)?;
         let boundary = self.boundary(upstream, Surface::Resource, true);
         self.forward(
@@ -660,10 +726,28 @@ impl Gateway {
             // directly, then retry with its answers (MRTR, the other way).
             let input_required =
                 result.get("resultType").and_then(Value::as_str) == Some("input_required");
+            // A modern upstream's questions: the sensitive ones are
+            // declined here, never shown (S-27).
+            let declined = if input_required && conn.is_some() {
+                self.decline_sensitive(&result)
+            } else {
+                serde_json::Map::new()
+            };
+            let asked = result
+                .get("inputRequests")
+                .and_then(Value::as_object)
+                .map_or(0, serde_json::Map::len);
+            if !declined.is_empty() && declined.len() == asked {
+                answer_round(&mut params, &result, declined);
+                continue;
+            }
+            if !declined.is_empty() && ctx.era == Era::Modern {
+                return Err(sensitive_elicitation_refused());
+            }
             if !(input_required && ctx.era == Era::Legacy && conn.is_some()) {
                 return Ok(result);
             }
-            self.answer_for_legacy_client(ctx, &result, &mut params)
+            self.answer_for_legacy_client(ctx, &result, &mut params, declined)
                 .await?;
         }
         Err(RpcError::new(
@@ -716,16 +800,20 @@ impl Gateway {
     }
 
     /// Puts a legacy client's answers to an upstream's `inputRequests` into
-    /// the retry's params, with the upstream's `requestState` echoed.
+    /// the retry's params, with the upstream's `requestState` echoed;
+    /// `answers` already holds those sluice gave itself.
     async fn answer_for_legacy_client(
         &self,
         ctx: &RequestCtx,
         result: &Value,
         params: &mut Value,
+        mut answers: serde_json::Map<String, Value>,
     ) -> Result<(), RpcError> {
-        let mut answers = serde_json::Map::new();
         let requests = result.get("inputRequests").and_then(Value::as_object);
         for (key, request) in requests.into_iter().flatten() {
+            if answers.contains_key(key) {
+                continue;
+            }
             let method = request
                 .get("method")
                 .and_then(Value::as_str)
@@ -748,14 +836,58 @@ impl Gateway {
                 .await?;
             answers.insert(key.clone(), answer);
         }
-        if let Some(obj) = params.as_object_mut() {
-            obj.insert("inputResponses".into(), Value::Object(answers));
-            match result.get("requestState") {
-                Some(state) => obj.insert("requestState".into(), state.clone()),
-                None => obj.remove("requestState"),
-            };
-        }
+        answer_round(params, result, answers);
         Ok(())
+    }
+
+    /// The upstream's `inputRequests` that are sensitive elicitations,
+    /// answered `decline` (empty when the operator allows them).
+    fn decline_sensitive(&self, result: &Value) -> serde_json::Map<String, Value> {
+        let requests = result.get("inputRequests").and_then(Value::as_object);
+        requests
+            .into_iter()
+            .flatten()
+            .filter(|(_, request)| {
+                let method = request.get("method").and_then(Value::as_str);
+                let params = request.get("params").unwrap_or(&Value::Null);
+                method.is_some_and(|m| self.is_sensitive_elicitation(m, params))
+            })
+            .map(|(key, _)| (key.clone(), json!({"action": "decline"})))
+            .collect()
+    }
+
+    /// Whether a question from an upstream asks for a secret and must not
+    /// reach the client (S-27); logged when it does.
+    fn is_sensitive_elicitation(&self, method: &str, params: &Value) -> bool {
+        if method != "elicitation/create"
+            || self.config.sensitive_elicitation == SensitiveElicitation::Allow
+        {
+            return false;
+        }
+        let fields = elicitation::sensitive_fields(params);
+        if !fields.is_empty() {
+            tracing::warn!(
+                ?fields,
+                "refused an upstream's elicitation that asks for sensitive data ([policy] sensitive_elicitation = \"refuse\")"
+            );
+        }
+        !fields.is_empty()
+    }
+
+    /// Answers a sensitive elicitation an upstream asked in flight with an
+    /// error; anything else is passed on.
+    fn screen(&self, item: Related) -> Option<Related> {
+        match item {
+            Related::Request {
+                method,
+                params,
+                reply,
+            } if self.is_sensitive_elicitation(&method, &params) => {
+                let _ = reply.send(Err(sensitive_elicitation_refused()));
+                None
+            }
+            other => Some(other),
+        }
     }
 
     /// Drives a flight until the upstream answers, relaying what it sends
@@ -776,6 +908,7 @@ impl Gateway {
                 // What the upstream sent before its answer goes out first.
                 biased;
                 Some(item) = flight.related.recv() => {
+                    let Some(item) = self.screen(item) else { continue };
                     let Related::Request { method, params: q, reply } = item else {
                         self.relay(ctx, item, token.as_ref()).await;
                         continue;
@@ -787,6 +920,7 @@ impl Gateway {
                     // Questions sent together are asked together.
                     let mut questions: Vec<Question> = vec![(method, q, reply)];
                     while let Ok(item) = flight.related.try_recv() {
+                        let Some(item) = self.screen(item) else { continue };
                         match item {
                             Related::Request { method, params: q, reply } if bridge::declared(ctx, &method) => {
                                 questions.push((method, q, reply));

@@ -320,12 +320,14 @@ async fn sample(args: &Value, params: &Value, ctx: &ReqCtx) -> Result<Value, Rpc
 }
 
 /// The elicitation request the `elicit` tool makes.
+/// The form has one field, `answer`, described by the message (so a message
+/// that asks for a password makes a form a gateway should refuse, S-27).
 fn elicitation_params(message: &str) -> Value {
     json!({
         "message": message,
         "requestedSchema": {
             "type": "object",
-            "properties": {"answer": {"type": "string"}},
+            "properties": {"answer": {"type": "string", "description": message}},
             "required": ["answer"]
         }
     })

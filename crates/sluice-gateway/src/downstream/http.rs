@@ -11,7 +11,12 @@
 //! - A request is answered with `application/json` unless something must
 //!   reach the client before the result (progress, logging, a relayed
 //!   request), in which case the answer is an SSE stream.
-//! - `Host` and `Origin` are checked before anything else (DNS rebinding).
+//! - Before anything else: header count and size (431), then `Origin`
+//!   against `[server] allowed_origins` and, on loopback, `Host` (403: DNS
+//!   rebinding), then `[auth]` (401 with a `WWW-Authenticate` challenge).
+//!   `/health` and the protected resource metadata need no token.
+//! - A legacy session belongs to the principal that opened it: anyone else
+//!   presenting its id gets 404, as for an unknown session.
 
 use std::collections::HashMap;
 use std::convert::Infallible;
@@ -29,7 +34,8 @@ use axum::routing::get;
 use futures::{Stream, StreamExt, stream};
 use rand::Rng;
 use serde_json::{Value, json};
-use sluice_core::config::MCP_PATH;
+use sluice_core::access::Principal;
+use sluice_core::config::{AllowedOrigin, MCP_PATH};
 use sluice_core::headers;
 use sluice_core::jsonrpc::{self, Message, RpcError};
 use sluice_core::protocol::{self, Era};
@@ -39,12 +45,20 @@ use tokio_util::sync::CancellationToken;
 
 use super::stdio::envelope_message;
 use super::{ClientLink, ClientSession, RequestCtx};
+use crate::auth::Refusal as Refusal401;
 use crate::gateway::Gateway;
 use crate::pending::Pending;
+use crate::rescue;
 
 /// How often an SSE stream with nothing to say sends a comment, which also
 /// tells sluice when the client is gone.
 const KEEP_ALIVE: Duration = Duration::from_secs(15);
+/// The most request headers taken (hyper stops at 100 on its own).
+const MAX_HEADERS: usize = 64;
+/// The most bytes of request headers taken, names and values together.
+const MAX_HEADER_BYTES: usize = 32 * 1024;
+/// Where RFC 9728 metadata is published (root; path-inserted below it).
+const RESOURCE_METADATA_PATH: &str = "/.well-known/oauth-protected-resource";
 
 struct HttpState {
     gateway: Arc<Gateway>,
@@ -65,6 +79,11 @@ pub async fn serve(gateway: Arc<Gateway>, listener: TcpListener) -> std::io::Res
     let app = Router::new()
         .route(MCP_PATH, get(get_mcp).post(post_mcp).delete(delete_mcp))
         .route("/health", get(health))
+        .route(RESOURCE_METADATA_PATH, get(resource_metadata))
+        .route(
+            &format!("{RESOURCE_METADATA_PATH}/{{*resource_path}}"),
+            get(resource_metadata),
+        )
         .layer(DefaultBodyLimit::max(
             gateway.config.limits.transport_max_message_bytes,
         ))
@@ -90,14 +109,24 @@ impl HttpState {
         self.sessions.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
-    fn session(&self, headers: &HeaderMap) -> Result<Option<Arc<ClientSession>>, Refusal> {
+    /// The legacy session a request names, if it names one and `principal`
+    /// opened it.
+    fn session(
+        &self,
+        headers: &HeaderMap,
+        principal: &Principal,
+    ) -> Result<Option<Arc<ClientSession>>, Refusal> {
         let Some(id) = headers.get("mcp-session-id") else {
             return Ok(None);
         };
         let id = id.to_str().unwrap_or_default();
         match self.lock_sessions().get(id) {
-            Some(session) => Ok(Some(Arc::clone(session))),
-            None => Err(Refusal(
+            // Someone else's session is answered as an unknown one: its id
+            // is no key to it (S-18).
+            Some(session) if session.principal.name == principal.name => {
+                Ok(Some(Arc::clone(session)))
+            }
+            _ => Err(Refusal(
                 StatusCode::NOT_FOUND,
                 RpcError::new(
                     jsonrpc::INVALID_REQUEST,
@@ -135,12 +164,86 @@ async fn expire_sessions(state: Arc<HttpState>) {
 }
 
 async fn health(State(state): State<Arc<HttpState>>, headers: HeaderMap) -> Response {
-    // No auth here, but no DNS rebinding either: a web page must not read
-    // the upstreams' states through the user's browser.
-    if let Err(refused) = check_origin(&headers, state.loopback) {
+    // No auth here (the version must be readable before it, S-7), but no
+    // DNS rebinding either: a web page must not read the upstreams' states
+    // through the user's browser.
+    if let Err(refused) = check_transport(&state, &headers) {
         return refused.into_response();
     }
     json_response(StatusCode::OK, &state.gateway.health(), None)
+}
+
+/// RFC 9728 protected resource metadata (OAuth mode; 404 otherwise).
+async fn resource_metadata(State(state): State<Arc<HttpState>>) -> Response {
+    match state.gateway.auth.resource_metadata() {
+        Some(doc) => json_response(StatusCode::OK, &doc, None),
+        None => StatusCode::NOT_FOUND.into_response(),
+    }
+}
+
+/// The guards every `/mcp` request passes before it is read: headers,
+/// origin, then who is calling.
+async fn admit(state: &HttpState, headers: &HeaderMap) -> Result<Arc<Principal>, Response> {
+    check_transport(state, headers).map_err(IntoResponse::into_response)?;
+    let authorization = headers
+        .get(header::AUTHORIZATION)
+        .map(|v| v.to_str().unwrap_or("\u{fffd}"));
+    let auth = &state.gateway.auth;
+    match auth.authenticate(authorization).await {
+        Ok(principal) => Ok(Arc::new(principal)),
+        Err(refusal) => {
+            let (status, message) = match &refusal {
+                Refusal401::Missing => (
+                    StatusCode::UNAUTHORIZED,
+                    "Unauthorized: send Authorization: Bearer <token>".to_owned(),
+                ),
+                Refusal401::Invalid(why) => {
+                    (StatusCode::UNAUTHORIZED, format!("Unauthorized: {why}"))
+                }
+                Refusal401::Insufficient(scopes) => (
+                    StatusCode::FORBIDDEN,
+                    format!(
+                        "Forbidden: the token lacks the scope(s) {}",
+                        scopes.join(" ")
+                    ),
+                ),
+            };
+            tracing::info!("refused an HTTP request: {message}");
+            let mut response = rpc_error_response(
+                status,
+                Value::Null,
+                RpcError::new(jsonrpc::INVALID_REQUEST, message),
+            );
+            if let Ok(challenge) = HeaderValue::try_from(auth.challenge(&refusal)) {
+                response
+                    .headers_mut()
+                    .insert(header::WWW_AUTHENTICATE, challenge);
+            }
+            Err(response)
+        }
+    }
+}
+
+/// Header caps, then the DNS-rebinding guard.
+fn check_transport(state: &HttpState, headers: &HeaderMap) -> Result<(), Refusal> {
+    let bytes: usize = headers
+        .iter()
+        .map(|(name, value)| name.as_str().len() + value.len())
+        .sum();
+    if headers.len() > MAX_HEADERS || bytes > MAX_HEADER_BYTES {
+        let e = RpcError::new(
+            jsonrpc::INVALID_REQUEST,
+            format!(
+                "Request Header Fields Too Large: at most {MAX_HEADERS} headers and {MAX_HEADER_BYTES} bytes"
+            ),
+        );
+        return Err(Refusal(StatusCode::REQUEST_HEADER_FIELDS_TOO_LARGE, e));
+    }
+    check_origin(
+        headers,
+        state.loopback,
+        &state.gateway.config.server.allowed_origins,
+    )
 }
 
 async fn post_mcp(
@@ -148,9 +251,10 @@ async fn post_mcp(
     headers: HeaderMap,
     body: Bytes,
 ) -> Response {
-    if let Err(refused) = check_origin(&headers, state.loopback) {
-        return refused.into_response();
-    }
+    let principal = match admit(&state, &headers).await {
+        Ok(principal) => principal,
+        Err(refused) => return refused,
+    };
     let message = match Message::parse(&body) {
         None => {
             let e = RpcError::new(jsonrpc::PARSE_ERROR, "Parse error");
@@ -169,15 +273,21 @@ async fn post_mcp(
             let modern_header = headers
                 .get("mcp-protocol-version")
                 .is_some_and(|v| v.as_bytes() == protocol::MODERN_VERSION.as_bytes());
-            if modern_header || protocol::request_era(&params) == Era::Modern {
-                modern_request(state, &headers, id, method, params).await
-            } else if method == "initialize" {
-                initialize(&state, id, &params)
+            let request = Incoming {
+                id,
+                method,
+                params,
+                principal,
+            };
+            if modern_header || protocol::request_era(&request.params) == Era::Modern {
+                modern_request(state, &headers, request).await
+            } else if request.method == "initialize" {
+                initialize(&state, request)
             } else {
-                legacy_request(state, &headers, id, method, params).await
+                legacy_request(state, &headers, request).await
             }
         }
-        Message::Notification { method, params } => match state.session(&headers) {
+        Message::Notification { method, params } => match state.session(&headers, &principal) {
             Ok(session) => {
                 if let Some(session) = session {
                     session.touch();
@@ -190,7 +300,7 @@ async fn post_mcp(
             // An ended session: the client must initialize again.
             Err(refused) => refused.into_response(),
         },
-        Message::Response { id, outcome } => match state.session(&headers) {
+        Message::Response { id, outcome } => match state.session(&headers, &principal) {
             Ok(Some(session)) => {
                 session.touch();
                 session.answers.resolve(&id, outcome.map_err(Some));
@@ -209,13 +319,21 @@ async fn post_mcp(
     }
 }
 
-async fn modern_request(
-    state: Arc<HttpState>,
-    headers: &HeaderMap,
+/// A request that passed admission.
+struct Incoming {
     id: Value,
     method: String,
     params: Value,
-) -> Response {
+    principal: Arc<Principal>,
+}
+
+async fn modern_request(state: Arc<HttpState>, headers: &HeaderMap, request: Incoming) -> Response {
+    let Incoming {
+        id,
+        method,
+        params,
+        principal,
+    } = request;
     // Headers first: a header that contradicts the body is a mismatch,
     // whatever else is wrong with the body.
     if let Err(e) = check_modern_headers(headers, &method, &params) {
@@ -243,6 +361,8 @@ async fn modern_request(
         client_capabilities: meta.client_capabilities,
         link: None,
         session: None,
+        scoped: state.gateway.auth.is_on(),
+        principal,
     };
     respond(
         Arc::clone(&state.gateway),
@@ -256,7 +376,13 @@ async fn modern_request(
     .await
 }
 
-fn initialize(state: &HttpState, id: Value, params: &Value) -> Response {
+fn initialize(state: &HttpState, request: Incoming) -> Response {
+    let Incoming {
+        id,
+        params,
+        principal,
+        ..
+    } = request;
     {
         let sessions = state.lock_sessions();
         if sessions.len() >= state.gateway.config.server.max_sessions {
@@ -267,20 +393,20 @@ fn initialize(state: &HttpState, id: Value, params: &Value) -> Response {
             return rpc_error_response(StatusCode::SERVICE_UNAVAILABLE, id, e);
         }
     }
-    let (result, session) = state.gateway.initialize(params);
+    let (result, session) = state.gateway.initialize(&params, principal);
     let session_id = new_session_id();
     state.lock_sessions().insert(session_id.clone(), session);
     let header = HeaderValue::try_from(session_id).ok();
     json_response(StatusCode::OK, &jsonrpc::response(id, Ok(result)), header)
 }
 
-async fn legacy_request(
-    state: Arc<HttpState>,
-    headers: &HeaderMap,
-    id: Value,
-    method: String,
-    params: Value,
-) -> Response {
+async fn legacy_request(state: Arc<HttpState>, headers: &HeaderMap, request: Incoming) -> Response {
+    let Incoming {
+        id,
+        method,
+        params,
+        principal,
+    } = request;
     if let Some(version) = headers.get("mcp-protocol-version") {
         let version = version.to_str().unwrap_or_default();
         if !protocol::is_legacy_version(version) {
@@ -292,7 +418,7 @@ async fn legacy_request(
             return rpc_error_response(StatusCode::BAD_REQUEST, id, e);
         }
     }
-    let session = match state.session(headers) {
+    let session = match state.session(headers, &principal) {
         Ok(Some(session)) => session,
         Ok(None) => {
             let e = RpcError::new(
@@ -313,6 +439,8 @@ async fn legacy_request(
         client_capabilities: session.client_capabilities.clone(),
         link: None,
         session: Some(Arc::clone(&session)),
+        scoped: state.gateway.auth.is_on(),
+        principal,
     };
     let answers = Some(Arc::clone(&session.answers));
     respond(
@@ -359,7 +487,9 @@ async fn respond(
     let (tx, mut rx) = mpsc::channel::<Value>(256);
     ctx.link = Some(ClientLink::new(tx.clone(), answers));
     let era = ctx.era;
+    let task_gateway = Arc::clone(&gateway);
     tokio::spawn(async move {
+        let gateway = task_gateway;
         let handled = gateway.handle(&ctx, &method, params);
         let outcome = match &cancel {
             Cancel::OnClose => tokio::select! {
@@ -381,16 +511,7 @@ async fn respond(
     match rx.recv().await {
         // Cancelled before anything was said: no answer is due.
         None => StatusCode::ACCEPTED.into_response(),
-        Some(first) if first.get("method").is_none() => {
-            let status = match first.pointer("/error/code").and_then(Value::as_i64) {
-                Some(jsonrpc::METHOD_NOT_FOUND) if era == Era::Modern => StatusCode::NOT_FOUND,
-                Some(jsonrpc::MISSING_CLIENT_CAPABILITY) if era == Era::Modern => {
-                    StatusCode::BAD_REQUEST
-                }
-                _ => StatusCode::OK,
-            };
-            json_response(status, &first, None)
-        }
+        Some(first) if first.get("method").is_none() => answer_response(&gateway, era, &first),
         Some(first) => {
             let rest = stream::unfold(rx, |mut rx| async move { rx.recv().await.map(|m| (m, rx)) });
             sse_response(stream::once(async move { first }).chain(rest))
@@ -398,11 +519,55 @@ async fn respond(
     }
 }
 
-async fn get_mcp(State(state): State<Arc<HttpState>>, headers: HeaderMap) -> Response {
-    if let Err(refused) = check_origin(&headers, state.loopback) {
-        return refused.into_response();
+/// A plain JSON answer, with the HTTP status its error calls for.
+fn answer_response(gateway: &Gateway, era: Era, answer: &Value) -> Response {
+    let error = answer.get("error");
+    let status = match error.and_then(|e| e.get("code")).and_then(Value::as_i64) {
+        Some(jsonrpc::METHOD_NOT_FOUND) if era == Era::Modern => StatusCode::NOT_FOUND,
+        Some(jsonrpc::MISSING_CLIENT_CAPABILITY) if era == Era::Modern => StatusCode::BAD_REQUEST,
+        Some(rescue::RATE_LIMITED) => StatusCode::TOO_MANY_REQUESTS,
+        Some(rescue::INSUFFICIENT_SCOPE) => StatusCode::FORBIDDEN,
+        _ => StatusCode::OK,
+    };
+    let mut response = json_response(status, answer, None);
+    let data = error.and_then(|e| e.get("data"));
+    let extra = match status {
+        StatusCode::TOO_MANY_REQUESTS => {
+            let ms = data
+                .and_then(|d| d.get("retryAfterMs"))
+                .and_then(Value::as_u64)
+                .unwrap_or(1000);
+            Some((header::RETRY_AFTER, ms.div_ceil(1000).to_string()))
+        }
+        StatusCode::FORBIDDEN => {
+            let scopes: Vec<String> = data
+                .and_then(|d| d.get("requiredScopes"))
+                .and_then(Value::as_array)
+                .into_iter()
+                .flatten()
+                .filter_map(|s| s.as_str().map(str::to_owned))
+                .collect();
+            Some((
+                header::WWW_AUTHENTICATE,
+                gateway.auth.challenge(&Refusal401::Insufficient(scopes)),
+            ))
+        }
+        _ => None,
+    };
+    if let Some((name, value)) = extra
+        && let Ok(value) = HeaderValue::try_from(value)
+    {
+        response.headers_mut().insert(name, value);
     }
-    match state.session(&headers) {
+    response
+}
+
+async fn get_mcp(State(state): State<Arc<HttpState>>, headers: HeaderMap) -> Response {
+    let principal = match admit(&state, &headers).await {
+        Ok(principal) => principal,
+        Err(refused) => return refused,
+    };
+    match state.session(&headers, &principal) {
         Ok(Some(session)) => {
             session.touch();
             let (tx, rx) = mpsc::channel::<Value>(256);
@@ -420,13 +585,20 @@ async fn get_mcp(State(state): State<Arc<HttpState>>, headers: HeaderMap) -> Res
 }
 
 async fn delete_mcp(State(state): State<Arc<HttpState>>, headers: HeaderMap) -> Response {
-    if let Err(refused) = check_origin(&headers, state.loopback) {
-        return refused.into_response();
-    }
+    let principal = match admit(&state, &headers).await {
+        Ok(principal) => principal,
+        Err(refused) => return refused,
+    };
     let Some(id) = headers.get("mcp-session-id").and_then(|v| v.to_str().ok()) else {
         return StatusCode::METHOD_NOT_ALLOWED.into_response();
     };
-    let session = state.lock_sessions().remove(id);
+    let session = {
+        let mut sessions = state.lock_sessions();
+        let owned = sessions
+            .get(id)
+            .is_some_and(|s| s.principal.name == principal.name);
+        if owned { sessions.remove(id) } else { None }
+    };
     match session {
         Some(session) => {
             state.gateway.end_session(&session);
@@ -436,9 +608,14 @@ async fn delete_mcp(State(state): State<Arc<HttpState>>, headers: HeaderMap) -> 
     }
 }
 
-/// DNS-rebinding guard (MCP-NOTES §4.1): a present `Origin` must be a
-/// local origin, and when bound to loopback the `Host` must be a local name.
-fn check_origin(headers: &HeaderMap, loopback: bool) -> Result<(), Refusal> {
+/// DNS-rebinding guard (MCP-NOTES §4.1, S-22): a present `Origin` must be
+/// an allowed origin, and when bound to loopback the `Host` must be a local
+/// name.
+fn check_origin(
+    headers: &HeaderMap,
+    loopback: bool,
+    allowed: &[AllowedOrigin],
+) -> Result<(), Refusal> {
     let forbidden = |what: &str| {
         let e = RpcError::new(
             jsonrpc::INVALID_REQUEST,
@@ -448,11 +625,7 @@ fn check_origin(headers: &HeaderMap, loopback: bool) -> Result<(), Refusal> {
     };
     if let Some(origin) = headers.get(header::ORIGIN) {
         let origin = origin.to_str().unwrap_or_default();
-        let host = origin
-            .strip_prefix("http://")
-            .or_else(|| origin.strip_prefix("https://"))
-            .map(strip_port);
-        if !host.is_some_and(is_local_host) {
+        if !allowed.iter().any(|a| a.admits(origin)) {
             return Err(forbidden("this Origin"));
         }
     }
@@ -624,29 +797,53 @@ mod tests {
 
     #[test]
     fn origin_and_host_guard() {
-        assert!(check_origin(&headers(&[("host", "127.0.0.1:8787")]), true).is_ok());
-        assert!(check_origin(&headers(&[("host", "localhost")]), true).is_ok());
-        assert!(check_origin(&headers(&[("host", "[::1]:80")]), true).is_ok());
-        assert!(check_origin(&headers(&[("host", "evil.example.com")]), true).is_err());
-        assert!(
+        let local = sluice_core::config::ServerConfig::default().allowed_origins;
+        let check = |pairs: &[(&'static str, &str)], loopback: bool| {
+            check_origin(&headers(pairs), loopback, &local).is_ok()
+        };
+        assert!(check(&[("host", "127.0.0.1:8787")], true));
+        assert!(check(&[("host", "localhost")], true));
+        assert!(check(&[("host", "[::1]:80")], true));
+        assert!(!check(&[("host", "evil.example.com")], true));
+        assert!(check(
+            &[("host", "127.0.0.1"), ("origin", "http://localhost:3000")],
+            true
+        ));
+        assert!(check(
+            &[("host", "127.0.0.1"), ("origin", "https://[::1]")],
+            true
+        ));
+        assert!(!check(
+            &[("host", "127.0.0.1"), ("origin", "http://evil.example.com")],
+            true
+        ));
+        assert!(!check(
+            &[
+                ("host", "127.0.0.1"),
+                ("origin", "http://localhost.evil.example.com")
+            ],
+            true
+        ));
+        assert!(!check(&[("host", "127.0.0.1"), ("origin", "null")], true));
+        // Bound to a public address, Host is not checked (auth guards it).
+        assert!(check(&[("host", "mcp.example.com")], false));
+        // A configured allowlist replaces the default.
+        let app = ["https://app.example.com", "http://localhost:*"]
+            .map(|o| AllowedOrigin::parse(o).expect("origin"));
+        let with = |origin: &str| {
             check_origin(
-                &headers(&[("host", "127.0.0.1"), ("origin", "http://localhost:3000")]),
-                true
+                &headers(&[("host", "127.0.0.1"), ("origin", origin)]),
+                true,
+                &app,
             )
             .is_ok()
-        );
-        assert!(
-            check_origin(
-                &headers(&[("host", "127.0.0.1"), ("origin", "http://evil.example.com")]),
-                true
-            )
-            .is_err()
-        );
-        assert!(
-            check_origin(&headers(&[("host", "127.0.0.1"), ("origin", "null")]), true).is_err()
-        );
-        // Bound to a public address, Host is not checked (auth guards it).
-        assert!(check_origin(&headers(&[("host", "mcp.example.com")]), false).is_ok());
+        };
+        assert!(with("https://app.example.com"));
+        assert!(with("https://app.example.com:443"));
+        assert!(!with("https://app.example.com:8443"));
+        assert!(!with("http://app.example.com"));
+        assert!(with("http://localhost:5173"));
+        assert!(!with("http://127.0.0.1:5173"));
     }
 
     #[test]

@@ -14,6 +14,7 @@ use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::Duration;
 
 use serde_json::{Value, json};
+use sluice_core::access::Principal;
 use sluice_core::jsonrpc::{self, RpcError};
 use sluice_core::protocol::Era;
 use tokio::sync::{broadcast, mpsc};
@@ -43,6 +44,11 @@ pub struct RequestCtx {
     /// lowercase names: an intermediary forwards the ones it does not
     /// recognize.
     pub param_headers: Vec<(String, String)>,
+    /// Who sent it (rate limits are kept per principal).
+    pub principal: Arc<Principal>,
+    /// Whether `[[auth.require]]` applies: over HTTP with `[auth]` on. The
+    /// stdio client is the local user who started sluice.
+    pub scoped: bool,
 }
 
 /// A way to send messages to the client while one request is open.
@@ -62,6 +68,8 @@ pub struct ClientLink {
 pub struct ClientSession {
     /// The negotiated version.
     pub protocol_version: String,
+    /// Who opened it: only the same principal may use it (S-18).
+    pub principal: Arc<Principal>,
     /// The capabilities declared at `initialize`.
     pub client_capabilities: Value,
     /// The client's answers to relayed requests.
@@ -165,9 +173,14 @@ impl ClientLink {
 // === impl ClientSession ===
 
 impl ClientSession {
-    pub(crate) fn new(protocol_version: String, client_capabilities: Value) -> Arc<Self> {
+    pub(crate) fn new(
+        protocol_version: String,
+        client_capabilities: Value,
+        principal: Arc<Principal>,
+    ) -> Arc<Self> {
         Arc::new(ClientSession {
             protocol_version,
+            principal,
             client_capabilities,
             answers: Arc::new(Pending::default()),
             subscriptions: Mutex::new(HashMap::new()),

@@ -12,6 +12,7 @@ use std::sync::{Arc, Mutex, PoisonError};
 
 use futures::StreamExt;
 use serde_json::Value;
+use sluice_core::access::{self, Principal};
 use sluice_core::jsonrpc::{self, EnvelopeError, Message, RpcError};
 use sluice_core::protocol::{self, Era};
 use tokio::io::{AsyncRead, AsyncWrite, AsyncWriteExt};
@@ -54,6 +55,7 @@ pub async fn serve(
         input_closed: CancellationToken::new(),
         out: out_tx.clone(),
         session: None,
+        principal: Arc::new(Principal::named(access::LOCAL)),
         // Modern requests have no session; their cancellations are tracked
         // here.
         modern_inflight: Arc::new(Mutex::new(HashMap::new())),
@@ -98,6 +100,8 @@ struct StdioClient {
     input_closed: CancellationToken,
     out: mpsc::Sender<Value>,
     session: Option<Arc<ClientSession>>,
+    /// The local user who started sluice.
+    principal: Arc<Principal>,
     modern_inflight: Arc<Mutex<HashMap<String, CancellationToken>>>,
     answers: Arc<Pending>,
 }
@@ -138,7 +142,9 @@ impl StdioClient {
     async fn request(&mut self, id: Value, method: String, params: Value) {
         let era = protocol::request_era(&params);
         if era == Era::Legacy && method == "initialize" {
-            let (result, session) = self.gateway.initialize(&params);
+            let (result, session) = self
+                .gateway
+                .initialize(&params, Arc::clone(&self.principal));
             session.set_standalone(self.out.clone());
             if let Some(old) = self.session.replace(session) {
                 self.gateway.end_session(&old);
@@ -178,6 +184,8 @@ impl StdioClient {
             client_capabilities: caps,
             link: Some(ClientLink::new(self.out.clone(), answers).until(self.input_closed.clone())),
             session: self.session.clone().filter(|_| era == Era::Legacy),
+            principal: Arc::clone(&self.principal),
+            scoped: false,
         };
         let gateway = Arc::clone(&self.gateway);
         let out = self.out.clone();

@@ -22,6 +22,7 @@ use sluice_core::protocol::{self, Era};
 use sse_stream::SseByteStream;
 
 use super::connection::{RelatedSink, Shared};
+use crate::outbound;
 use crate::pending::Answer;
 use crate::rescue::UpstreamError;
 
@@ -49,8 +50,11 @@ pub(crate) struct HttpWire {
 impl HttpWire {
     /// Builds the wire. Header names or values that HTTP cannot carry are a
     /// configuration error, reported with the header's name only.
+    /// A wire to `checked`, the upstream's URL as the outbound guard
+    /// passed it: connections go to the checked addresses only, and
+    /// redirects are not followed (S-10).
     pub(crate) fn new(
-        url: &str,
+        checked: &outbound::Checked,
         headers: &BTreeMap<String, String>,
         max_message: usize,
     ) -> Result<Self, String> {
@@ -64,13 +68,12 @@ impl HttpWire {
             value.set_sensitive(true);
             configured.insert(name, value);
         }
-        let client = reqwest::Client::builder()
-            .connect_timeout(Duration::from_secs(10))
-            .build()
-            .map_err(|e| format!("HTTP client: {e}"))?;
+        let builder = reqwest::Client::builder().connect_timeout(Duration::from_secs(10));
+        let client =
+            outbound::pinned_client(builder, checked).map_err(|e| format!("HTTP client: {e}"))?;
         Ok(HttpWire {
             client,
-            url: url.to_owned(),
+            url: checked.url.to_string(),
             configured,
             max_message,
             session: Mutex::new(None),
@@ -193,6 +196,19 @@ impl HttpWire {
                 upstream: upstream(),
             })?;
         let status = resp.status();
+        if status.is_redirection() {
+            // Following it would reach an address the guard never checked.
+            let to = resp
+                .headers()
+                .get(reqwest::header::LOCATION)
+                .and_then(|l| l.to_str().ok())
+                .unwrap_or("?");
+            tracing::warn!(upstream = %shared.name, "the upstream answered {status} to {to:?}; redirects are not followed");
+            return Err(UpstreamError::Protocol {
+                upstream: upstream(),
+                detail: "it answered with a redirect, and redirects are not followed",
+            });
+        }
         if status == StatusCode::NOT_FOUND && era == Era::Legacy && self.has_session() {
             tracing::warn!(upstream = %shared.name, "upstream ended our session; reconnecting");
             shared.close();

@@ -30,6 +30,7 @@ pub(crate) use connection::{Connection, Related, UpstreamEvent};
 use connection::{ServerDescription, Shared, Wire};
 
 use crate::gateway::Hub;
+use crate::outbound;
 use crate::rescue::UpstreamError;
 
 /// The longest a `server/discover` probe waits before falling back to
@@ -568,12 +569,14 @@ async fn connect(
             args,
             env,
             cwd,
+            rlimit,
         } => {
             let spec = stdio::ChildSpec {
                 command,
                 args,
                 env,
                 cwd: cwd.as_ref(),
+                rlimit,
             };
             let spawned = stdio::spawn(&name, &spec)
                 .map_err(|e| format!("could not start {command:?}: {e}"))?;
@@ -587,8 +590,24 @@ async fn connect(
             readers.start(Arc::clone(&shared), settings.max_message_bytes);
             shared
         }
-        UpstreamTransport::Http { url, headers } => {
-            let wire = http::HttpWire::new(url, headers, settings.max_message_bytes)?;
+        UpstreamTransport::Http {
+            url,
+            headers,
+            allow_private,
+        } => {
+            let checked = tokio::time::timeout(
+                settings.startup_timeout,
+                outbound::resolve_checked(url, *allow_private),
+            )
+            .await
+            .map_err(|_| {
+                format!(
+                    "resolving {url} took longer than {:?}",
+                    settings.startup_timeout
+                )
+            })?
+            .map_err(|e| e.to_string())?;
+            let wire = http::HttpWire::new(&checked, headers, settings.max_message_bytes)?;
             Shared::new(
                 name,
                 Wire::Http(Arc::new(wire)),

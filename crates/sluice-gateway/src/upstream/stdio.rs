@@ -18,7 +18,9 @@ use std::time::Duration;
 use bytes::{Buf, BytesMut};
 use futures::StreamExt;
 use process_wrap::tokio::{ChildWrapper, CommandWrap, KillOnDrop, ProcessGroup};
+use rustix::process::{Resource, Rlimit};
 use serde_json::Value;
+use sluice_core::config::Rlimits;
 use sluice_core::jsonrpc::Message;
 use sluice_core::protocol::Era;
 use tokio::io::AsyncWriteExt;
@@ -50,6 +52,7 @@ pub(crate) struct ChildSpec<'a> {
     pub(crate) args: &'a [String],
     pub(crate) env: &'a BTreeMap<String, String>,
     pub(crate) cwd: Option<&'a PathBuf>,
+    pub(crate) rlimit: &'a Rlimits,
 }
 
 /// The parts of a freshly spawned child that the reader tasks take.
@@ -80,14 +83,22 @@ pub(crate) fn spawn(name: &str, spec: &ChildSpec<'_>) -> std::io::Result<Spawned
     }
     let mut wrapped = CommandWrap::from(command);
     wrapped.wrap(ProcessGroup::leader()).wrap(KillOnDrop);
+    let mut child = wrapped.spawn()?;
+    let pid = child.id();
+    if let Some(pid) = pid {
+        limit(name, pid, spec.rlimit);
+    }
+    // Every spawn is on record (S-21): who, what, which process; the
+    // environment by names only, its values may be credentials.
     tracing::info!(
         upstream = name,
         command = spec.command,
         args = ?spec.args,
+        pid = ?pid,
         env_keys = ?spec.env.keys().collect::<Vec<_>>(),
-        "spawning upstream"
+        cwd = ?spec.cwd,
+        "spawned upstream"
     );
-    let mut child = wrapped.spawn()?;
     let missing = || std::io::Error::other("child stdio was not piped");
     let mut stdin = child.stdin().take().ok_or_else(missing)?;
     let stdout = child.stdout().take().ok_or_else(missing)?;
@@ -113,6 +124,37 @@ pub(crate) fn spawn(name: &str, spec: &ChildSpec<'_>) -> std::io::Result<Spawned
         stdout,
         stderr,
     })
+}
+
+/// Applies `rlimit` to the running child. It is set right after the
+/// spawn, so the microseconds before it are unlimited; what the child
+/// starts afterwards inherits the limits. A limit that cannot be set is
+/// logged, and the child keeps running: the limits are a guard rail, not a
+/// sandbox (see SECURITY.md).
+fn limit(name: &str, pid: u32, rlimit: &Rlimits) {
+    let Some(pid) = i32::try_from(pid)
+        .ok()
+        .and_then(rustix::process::Pid::from_raw)
+    else {
+        return;
+    };
+    for (resource, value, what) in [
+        (Resource::As, rlimit.memory_bytes, "memory_bytes"),
+        (Resource::Cpu, rlimit.cpu_seconds, "cpu_seconds"),
+        (Resource::Nofile, rlimit.open_files, "open_files"),
+    ] {
+        let Some(value) = value else { continue };
+        let limit = Rlimit {
+            current: Some(value),
+            maximum: Some(value),
+        };
+        if let Err(e) = rustix::process::prlimit(Some(pid), resource, limit) {
+            tracing::warn!(
+                upstream = name,
+                "could not set rlimit.{what} = {value}: {e}"
+            );
+        }
+    }
 }
 
 impl Spawned {
