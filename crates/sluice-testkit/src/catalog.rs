@@ -132,6 +132,27 @@ fn fixed_tools() -> Vec<Value> {
     ]
 }
 
+/// How many fixed tools there are (extra tools such as `list_items` come right after them).
+pub fn fixed_tool_count() -> usize {
+    fixed_tools().len()
+}
+
+/// The `echo` tool's `outputSchema` under `--violate output-schema`.
+pub fn echo_output_schema() -> Value {
+    json!({"type": "object", "properties": {"text": {"type": "string"}}, "required": ["text"]})
+}
+
+/// Makes `echo` (in `tools`) declare [`echo_output_schema`] and `readOnlyHint: true`
+/// (`--violate output-schema`; the tool then answers structured content that does not match).
+pub fn declare_echo_output_schema(tools: &mut [Value]) {
+    for echo in tools.iter_mut().filter(|t| t["name"] == "echo") {
+        if let Some(obj) = echo.as_object_mut() {
+            obj.insert("outputSchema".into(), echo_output_schema());
+            obj.insert("annotations".into(), json!({"readOnlyHint": true}));
+        }
+    }
+}
+
 /// Name of generated tool `i`.
 pub fn gen_name(i: usize) -> String {
     format!("gen_{i:04}")
@@ -294,6 +315,35 @@ fn decode(cursor: &str) -> Option<usize> {
     usize::from_str_radix(cursor.strip_prefix("fx1.")?, 16).ok()
 }
 
+/// How list cursors spell an offset.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CursorEncoding {
+    /// Opaque strings (`fx1.<hex>`), the default.
+    Opaque,
+    /// Plain decimal offsets (`"4"`, `"8"`, ...): `--violate raw-cursor`.
+    RawOffset,
+}
+
+impl CursorEncoding {
+    fn encode(self, offset: usize) -> String {
+        match self {
+            CursorEncoding::Opaque => encode(offset),
+            CursorEncoding::RawOffset => offset.to_string(),
+        }
+    }
+
+    fn decode(self, cursor: &str) -> Option<usize> {
+        match self {
+            CursorEncoding::Opaque => decode(cursor),
+            // Canonical decimal only, so that `"04"` is not another spelling of `"4"`.
+            CursorEncoding::RawOffset => cursor
+                .parse::<usize>()
+                .ok()
+                .filter(|n| n.to_string() == cursor),
+        }
+    }
+}
+
 /// One page of a list: its items and the `nextCursor` to report (`None` = last page).
 pub struct Page {
     pub items: Vec<Value>,
@@ -303,10 +353,8 @@ pub struct Page {
     pub number: usize,
 }
 
-/// Cuts `items` into the page selected by `cursor`, behaving as `mode` says (`cycle_length` is
-/// only used by [`CursorMode::Cycle`]).
-///
-/// Without a page size everything is one page. An unknown cursor is `-32602 Invalid cursor`.
+/// [`paginate_with`] with opaque cursors (what the tests below mostly need).
+#[cfg(test)]
 pub fn paginate(
     items: &[Value],
     cursor: Option<&Value>,
@@ -314,6 +362,31 @@ pub fn paginate(
     mode: CursorMode,
     cycle_length: usize,
 ) -> Result<Page, RpcError> {
+    paginate_with(
+        items,
+        cursor,
+        page_size,
+        mode,
+        cycle_length,
+        CursorEncoding::Opaque,
+    )
+}
+
+/// Cuts `items` into the page selected by `cursor`, behaving as `mode` says (`cycle_length` is
+/// only used by [`CursorMode::Cycle`]), with cursors spelled as `encoding` says.
+///
+/// Without a page size everything is one page (and any cursor is ignored). An unknown cursor is
+/// `-32602 Invalid cursor`.
+pub fn paginate_with(
+    items: &[Value],
+    cursor: Option<&Value>,
+    page_size: Option<usize>,
+    mode: CursorMode,
+    cycle_length: usize,
+    encoding: CursorEncoding,
+) -> Result<Page, RpcError> {
+    let encode = |offset: usize| encoding.encode(offset);
+    let decode = |cursor: &str| encoding.decode(cursor);
     let Some(size) = page_size else {
         return Ok(Page {
             items: items.to_vec(),
@@ -508,6 +581,46 @@ mod tests {
         assert_eq!(page(json!(encode(5))), 2);
         assert_eq!(page(json!(encode(10))), 3);
         assert_eq!(page(Value::Null), 1);
+    }
+
+    #[test]
+    fn raw_offset_cursors_are_plain_decimals() {
+        let page = |cursor: Option<Value>, encoding| {
+            paginate_with(
+                &items(12),
+                cursor.as_ref(),
+                Some(5),
+                CursorMode::Normal,
+                2,
+                encoding,
+            )
+        };
+        let first = page(None, CursorEncoding::RawOffset).unwrap();
+        assert_eq!(first.next, Some(json!("5")));
+        let second = page(first.next, CursorEncoding::RawOffset).unwrap();
+        assert_eq!((second.number, second.next), (2, Some(json!("10"))));
+        let last = page(Some(json!("10")), CursorEncoding::RawOffset).unwrap();
+        assert_eq!((last.items.len(), last.next), (2, None));
+        for bad in ["05", "fx1.5", "-5", "13"] {
+            let err = page(Some(json!(bad)), CursorEncoding::RawOffset).err();
+            assert_eq!(err.map(|e| e.code), Some(-32602), "{bad}");
+        }
+        // The default stays opaque, and does not take raw offsets.
+        let opaque = page(None, CursorEncoding::Opaque).unwrap();
+        assert_eq!(opaque.next, Some(json!(encode(5))));
+        assert!(page(Some(json!("5")), CursorEncoding::Opaque).is_err());
+    }
+
+    #[test]
+    fn echo_output_schema_is_declared_only_when_asked() {
+        let mut tools = all_tools(0, 0, false);
+        let plain = tools[0].clone();
+        assert!(plain.get("outputSchema").is_none() && plain.get("annotations").is_none());
+        declare_echo_output_schema(&mut tools);
+        assert_eq!(tools[0]["outputSchema"], echo_output_schema());
+        assert_eq!(tools[0]["annotations"], json!({"readOnlyHint": true}));
+        assert_eq!(tools[1..], all_tools(0, 0, false)[1..], "only echo changes");
+        assert_eq!(fixed_tool_count(), 16);
     }
 
     #[test]

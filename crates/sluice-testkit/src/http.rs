@@ -26,6 +26,12 @@
 //!   response (a later resume may replay them again). An id that is not one of the session's
 //!   streams, or beyond what was sent, is 400. A GET without `Last-Event-ID` is the session's
 //!   stream as usual.
+//! - Every POST: a foreign `Origin` is 403 (unless `--violate no-origin-check`), and an
+//!   `MCP-Protocol-Version` header naming a version the fixture does not know, or (2026) one that
+//!   differs from the body's `_meta` version, is 400 (unless
+//!   `--violate no-version-header-check`).
+//! - `GET /health`: `{"status":"ok","version":"<serverInfo version>"}` (no `version` under
+//!   `--violate no-version`).
 
 use std::collections::HashMap;
 use std::convert::Infallible;
@@ -37,7 +43,7 @@ use axum::body::{Body, Bytes};
 use axum::extract::{DefaultBodyLimit, State};
 use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
-use axum::routing::post;
+use axum::routing::{get, post};
 use futures::StreamExt;
 use serde_json::Value;
 use tokio::sync::{mpsc, watch};
@@ -45,10 +51,10 @@ use tokio::sync::{mpsc, watch};
 use crate::bulk::ReplyText;
 use crate::peer::{AbortOnDrop, Out, Peer, lock};
 use crate::protocol::{
-    Era, Fixture, Kind, META_PROTOCOL_VERSION, ReqCtx, RpcError, classify, error_response, meta,
-    method, progress_token, spawn_request,
+    Era, Fixture, Kind, LEGACY_VERSIONS, META_PROTOCOL_VERSION, MODERN_VERSION, ReqCtx, RpcError,
+    classify, error_response, meta, method, progress_token, spawn_request,
 };
-use crate::{EraMode, StartMode};
+use crate::{EraMode, StartMode, Violation};
 
 /// Name of the session header (matched case-insensitively).
 const SESSION_HEADER: &str = "mcp-session-id";
@@ -110,6 +116,7 @@ pub async fn run(fx: Arc<Fixture>, port: u16) -> io::Result<()> {
     });
     let router = Router::new()
         .route("/mcp", post(post_mcp).get(get_mcp).delete(delete_mcp))
+        .route("/health", get(health))
         .layer(DefaultBodyLimit::max(64 * 1024 * 1024))
         .with_state(app);
     axum::serve(listener, router).await
@@ -438,11 +445,16 @@ fn session(app: &App, headers: &HeaderMap) -> Result<(String, Arc<Peer>), NoSess
 }
 
 /// Checks the 2026 request headers that are present against the body: `MCP-Protocol-Version`
-/// must equal the `_meta` version and `Mcp-Method` the method (else 400 + -32020). Missing
-/// headers are tolerated (the fixture is lenient there).
-fn check_modern_headers(headers: &HeaderMap, msg: &Value) -> Result<(), RpcError> {
+/// must equal the `_meta` version (unless `check_version` is false:
+/// `--violate no-version-header-check`) and `Mcp-Method` the method (else 400 + -32020).
+/// Missing headers are tolerated (the fixture is lenient there).
+fn check_modern_headers(
+    headers: &HeaderMap,
+    msg: &Value,
+    check_version: bool,
+) -> Result<(), RpcError> {
     let mismatch = |what: &str| RpcError::new(-32020, format!("Header mismatch: {what}"));
-    if let Some(v) = headers.get("mcp-protocol-version") {
+    if check_version && let Some(v) = headers.get("mcp-protocol-version") {
         let body = meta(msg)
             .and_then(|m| m.get(META_PROTOCOL_VERSION))
             .and_then(Value::as_str);
@@ -458,9 +470,49 @@ fn check_modern_headers(headers: &HeaderMap, msg: &Value) -> Result<(), RpcError
     Ok(())
 }
 
+/// Checks the `MCP-Protocol-Version` header of a legacy request, if present: it must name a
+/// version the fixture knows (2025-06-18 and later: "an invalid or unsupported value MUST get
+/// 400 Bad Request"; the body is -32600, not a 2026 error code, so a dual-era client does not
+/// take the fixture for a 2026 server).
+fn check_legacy_version_header(headers: &HeaderMap) -> Result<(), RpcError> {
+    let Some(v) = headers.get("mcp-protocol-version") else {
+        return Ok(());
+    };
+    let known = v
+        .to_str()
+        .is_ok_and(|v| v == MODERN_VERSION || LEGACY_VERSIONS.contains(&v));
+    if known {
+        Ok(())
+    } else {
+        let shown = String::from_utf8_lossy(v.as_bytes()).into_owned();
+        Err(RpcError::new(
+            -32600,
+            format!("Unsupported MCP-Protocol-Version: {shown}"),
+        ))
+    }
+}
+
+/// `GET /health`: `{"status":"ok","version":...}`, the version being `serverInfo`'s (absent
+/// under `--violate no-version`).
+async fn health(State(app): State<Arc<App>>) -> Response {
+    let mut body = serde_json::json!({"status": "ok"});
+    if let Some(version) = app.fx.server_info().get("version") {
+        body["version"] = version.clone();
+    }
+    json_response(StatusCode::OK, &body)
+}
+
 /// `POST /mcp`: one JSON-RPC message.
 async fn post_mcp(State(app): State<Arc<App>>, headers: HeaderMap, body: Bytes) -> Response {
-    if !origin_ok(&headers) {
+    let check_version_header = !app.fx.cfg.violates(Violation::NoVersionHeaderCheck);
+    let legacy_version_header = || {
+        if check_version_header {
+            check_legacy_version_header(&headers)
+        } else {
+            Ok(())
+        }
+    };
+    if !app.fx.cfg.violates(Violation::NoOriginCheck) && !origin_ok(&headers) {
         let err = RpcError::new(-32600, "Forbidden origin");
         return rpc_error(StatusCode::FORBIDDEN, &Value::Null, &err);
     }
@@ -500,7 +552,7 @@ async fn post_mcp(State(app): State<Arc<App>>, headers: HeaderMap, body: Bytes) 
             let id = msg.get("id").cloned().unwrap_or(Value::Null);
             match app.fx.era_of(&msg) {
                 Era::Modern => {
-                    let checked = check_modern_headers(&headers, &msg)
+                    let checked = check_modern_headers(&headers, &msg, check_version_header)
                         .and_then(|()| app.fx.check_modern_envelope(&msg))
                         .and_then(|()| crate::tools::check_param_headers(&msg, &headers));
                     if let Err(err) = checked {
@@ -509,6 +561,9 @@ async fn post_mcp(State(app): State<Arc<App>>, headers: HeaderMap, body: Bytes) 
                     answer(&app, msg, Era::Modern, None, None, &headers).await
                 }
                 Era::Legacy if method(&msg) == "initialize" => {
+                    if let Err(err) = legacy_version_header() {
+                        return rpc_error(StatusCode::BAD_REQUEST, &id, &err);
+                    }
                     let sid = format!("{:032x}", rand::random::<u128>());
                     let peer = Peer::new();
                     app.sessions().insert(sid.clone(), Arc::clone(&peer));
@@ -525,15 +580,20 @@ async fn post_mcp(State(app): State<Arc<App>>, headers: HeaderMap, body: Bytes) 
                     ));
                     rpc_error(StatusCode::BAD_REQUEST, &id, &err)
                 }
-                Era::Legacy => match session(&app, &headers) {
-                    Ok((sid, peer)) if is_polled(&app, &msg) => {
-                        answer_polled(&app, msg, &sid, &peer, &headers)
+                Era::Legacy => {
+                    let (sid, peer) = match session(&app, &headers) {
+                        Ok(s) => s,
+                        Err(e) => return e.into_response(),
+                    };
+                    if let Err(err) = legacy_version_header() {
+                        return rpc_error(StatusCode::BAD_REQUEST, &id, &err);
                     }
-                    Ok((_, peer)) => {
+                    if is_polled(&app, &msg) {
+                        answer_polled(&app, msg, &sid, &peer, &headers)
+                    } else {
                         answer(&app, msg, Era::Legacy, Some(&peer), None, &headers).await
                     }
-                    Err(e) => e.into_response(),
-                },
+                }
             }
         }
     }
@@ -606,16 +666,16 @@ mod tests {
         let msg = json!({"jsonrpc":"2.0","id":1,"method":"tools/list",
             "params":{"_meta":{META_PROTOCOL_VERSION:"2026-07-28"}}});
         let mut h = HeaderMap::new();
-        assert!(check_modern_headers(&h, &msg).is_ok());
+        assert!(check_modern_headers(&h, &msg, true).is_ok());
         h.insert("mcp-method", HeaderValue::from_static("tools/list"));
         h.insert(
             "mcp-protocol-version",
             HeaderValue::from_static("2026-07-28"),
         );
-        assert!(check_modern_headers(&h, &msg).is_ok());
+        assert!(check_modern_headers(&h, &msg, true).is_ok());
         h.insert("mcp-method", HeaderValue::from_static("tools/call"));
         assert_eq!(
-            check_modern_headers(&h, &msg).err().map(|e| e.code),
+            check_modern_headers(&h, &msg, true).err().map(|e| e.code),
             Some(-32020)
         );
     }

@@ -20,10 +20,16 @@
 //! (sends back any text, structured content, image size or JSON-RPC error it is asked for),
 //! `huge_read` / `huge_write` (answers of any size streamed in 64 KiB chunks), the resource
 //! template `fixture://big/{bytes}` and the prompt `big_prompt`.
+//!
+//! For a server checker (`sluice doctor`): `--violate RULE,...` breaks one protocol rule per
+//! RULE on purpose (see [`Violation`]), and `--list-tool MODE` adds the read-only list-style
+//! tool `list_items` (`list_tool`), well-behaved or broken. Over HTTP, `GET /health` answers
+//! `{"status":"ok","version":...}`.
 
 mod bulk;
 mod catalog;
 mod http;
+mod list_tool;
 mod listen;
 mod peer;
 mod protocol;
@@ -126,6 +132,19 @@ pub struct Config {
     /// `GET /mcp` + `Last-Event-ID`. Ignored on stdio and in the 2026 era.
     #[arg(long)]
     pub sse_polling: bool,
+
+    /// Break the named protocol rules on purpose (repeatable, or comma-separated:
+    /// `--violate result-type,cache-hints`), so that a checker such as `sluice doctor` has a
+    /// server that fails each of its detectors; what each RULE breaks is listed below.
+    /// Without it the fixture keeps every rule these flags are about.
+    #[arg(long, value_enum, value_name = "RULE", value_delimiter = ',')]
+    pub violate: Vec<Violation>,
+
+    /// Add a read-only list-style tool `list_items` (after the fixed tools) over 120 items,
+    /// paging with `limit` and `cursor` arguments, well-behaved or broken as MODE says. It also
+    /// reports progress (two notifications) when called with a progressToken.
+    #[arg(long, value_enum, value_name = "MODE")]
+    pub list_tool: Option<ListToolMode>,
 }
 
 impl Config {
@@ -138,8 +157,105 @@ impl Config {
         if self.cycle_length != DEFAULT_CYCLE_LENGTH && self.cursor_mode != CursorMode::Cycle {
             return Err("--cycle-length needs --cursor-mode cycle");
         }
+        // Without pages the fixture issues no cursors and ignores any it is sent: these two
+        // would silently change nothing.
+        if self.page_size.is_none() {
+            if self.violates(Violation::AcceptAnyCursor) {
+                return Err("--violate accept-any-cursor needs --page-size");
+            }
+            if self.violates(Violation::RawCursor) {
+                return Err("--violate raw-cursor needs --page-size");
+            }
+        }
         Ok(())
     }
+
+    /// Whether `--violate` names `rule`.
+    pub fn violates(&self, rule: Violation) -> bool {
+        self.violate.contains(&rule)
+    }
+}
+
+/// A protocol rule `--violate` breaks on purpose. Each breaks one rule and nothing else; the
+/// default (no `--violate`) keeps them all.
+#[derive(ValueEnum, Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Violation {
+    /// 2026 era: no result carries `resultType` (stripped from every result: lists, calls,
+    /// `server/discover`, reads, MRTR `input_required` results alike). Breaks "`resultType`
+    /// is required on every result".
+    ResultType,
+    /// 2026 era: `tools/list`, `resources/list`, `resources/templates/list`, `prompts/list`
+    /// and `resources/read` results carry no `ttlMs` / `cacheScope` (`server/discover` keeps
+    /// them). Breaks "servers MUST put caching hints on cacheable results".
+    CacheHints,
+    /// `serverInfo` has no `version` (`initialize` and `server/discover`), and over HTTP
+    /// `GET /health` answers `{"status":"ok"}` without its `version`.
+    NoVersion,
+    /// The `echo` tool declares an `outputSchema` (`{"text": string}`, required; plus
+    /// `readOnlyHint: true` so a checker that calls only read-only tools calls it) and returns
+    /// `structuredContent` `{"text": 42}`, which does not match it. Breaks "structured content
+    /// MUST conform to the output schema".
+    OutputSchema,
+    /// A `tools/call` of an unknown tool is JSON-RPC error -32050 (inside the band reserved for
+    /// the MCP spec, and undefined there) instead of -32602.
+    ReservedCode,
+    /// A `tools/call` of an unknown tool is a normal result with `isError: true` instead of the
+    /// JSON-RPC error -32602 (a protocol error reported as a tool execution error). Wins over
+    /// `reserved-code`.
+    UnknownToolResult,
+    /// A protocol list request (`tools/list`, `resources/list`, ...) with a cursor the fixture
+    /// never issued is answered with page 1 instead of -32602 Invalid cursor. Needs
+    /// --page-size.
+    AcceptAnyCursor,
+    /// Protocol list cursors are plain decimal offsets (`"4"`, `"8"`, ...) instead of opaque
+    /// strings: a client can read (and forge) the backend position. Needs --page-size.
+    RawCursor,
+    /// Progress notifications (`progress` tool, and `list_items` with --list-tool) name a
+    /// progressToken other than the caller's, and their `progress` values decrease. Breaks
+    /// "progress MUST increase" and "notifications reference the request's token".
+    BadProgress,
+    /// A legacy `initialize` asking for an unknown protocolVersion (say `1999-01-01`) gets that
+    /// version echoed back instead of a supported one; a 2026 request whose `_meta` names an
+    /// unsupported version is served instead of answered -32022.
+    EchoUnknownVersion,
+    /// HTTP: a POST with a foreign `Origin` (not localhost / 127.0.0.1 / ::1) is served instead
+    /// of refused with 403 (no DNS-rebinding protection).
+    NoOriginCheck,
+    /// HTTP: the `MCP-Protocol-Version` header is not checked: an unsupported value (say
+    /// `1999-01-01`), or one that differs from the body's `_meta` version, is served instead of
+    /// refused with 400.
+    NoVersionHeaderCheck,
+    /// The read-only `read_big` tool returns 2 MiB of text whatever its arguments (a read-only
+    /// tool whose answer blows any sane read budget).
+    BigRead,
+    /// Read-only tools' text results (`read_big`, `lossless`) contain a fake AWS access key id
+    /// (`AKIAIOSFODNN7EXAMPLE`) and a fake GitHub token (`ghp_` + 36 alphanumerics): secrets
+    /// leaking through a tool result.
+    Secret,
+}
+
+/// How `--list-tool`'s `list_items` behaves. Every mode but `good` breaks one rule of a
+/// well-behaved list tool; the rest is as in `good`.
+#[derive(ValueEnum, Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ListToolMode {
+    /// Well-behaved: `limit` 1..=50 (default 20; above 50 is a tool error), opaque cursors
+    /// (invalid ones are -32602), `structuredContent` `{"items": [...], "nextCursor": "..."}`
+    /// (no `nextCursor` on the last page) mirrored in the text block, 200-byte bodies, and an
+    /// `outputSchema` describing the page.
+    Good,
+    /// `limit` has no `maximum` and any limit is honoured (`limit: 1000` returns all 120).
+    Unbounded,
+    /// Honours `limit` up to 10; a larger one gets 10 rows and no `nextCursor` although more
+    /// rows exist (silent truncation).
+    SilentCap,
+    /// Answers a bare JSON array of items in the text block only (no `structuredContent`, no
+    /// `outputSchema`): no room for a cursor, so only the first page is reachable.
+    Flat,
+    /// `nextCursor` is standard base64 of `{"offset":N}`: the backend position, readable and
+    /// forgeable.
+    RawCursor,
+    /// Item bodies are 5,000 bytes, so a default page of 20 is over 100,000 bytes.
+    BigPage,
 }
 
 /// Which protocol era(s) the fixture speaks.

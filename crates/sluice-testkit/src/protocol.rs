@@ -8,11 +8,12 @@ use std::sync::{Arc, Mutex, PoisonError};
 use serde_json::{Map, Value, json};
 
 use crate::bulk::{Bulk, ReplyText};
-use crate::catalog;
+use crate::catalog::{self, CursorEncoding};
+use crate::list_tool;
 use crate::listen::Subscriptions;
 use crate::peer::{Out, OutTx, Peer, Reply};
 use crate::resource_subs::ResourceSubs;
-use crate::{Config, CursorMode, EraMode};
+use crate::{Config, CursorMode, EraMode, Violation};
 
 /// The 2026 protocol version.
 pub const MODERN_VERSION: &str = "2026-07-28";
@@ -177,14 +178,23 @@ pub struct Fixture {
     pub subs: Subscriptions,
     /// Legacy `resources/subscribe` state (process-wide).
     pub resource_subs: ResourceSubs,
+    /// The opaque cursors `list_items` (`--list-tool`) has issued.
+    pub list_cursors: list_tool::Cursors,
 }
+
+/// Methods whose 2026 results carry caching hints that `--violate cache-hints` strips
+/// (`server/discover` keeps its own).
+const HINTED_METHODS: [&str; 5] = [
+    "tools/list",
+    "resources/list",
+    "resources/templates/list",
+    "prompts/list",
+    "resources/read",
+];
 
 impl Fixture {
     pub fn new(cfg: Config) -> Self {
-        let tools = Mutex::new((
-            0,
-            Arc::new(catalog::all_tools(cfg.tools, 0, cfg.varied_descriptions)),
-        ));
+        let tools = Mutex::new((0, Arc::new(build_tools(&cfg, 0))));
         Self {
             cfg,
             tools,
@@ -192,6 +202,7 @@ impl Fixture {
             first_page_reads: AtomicUsize::new(0),
             subs: Subscriptions::default(),
             resource_subs: ResourceSubs::default(),
+            list_cursors: list_tool::Cursors::default(),
         }
     }
 
@@ -200,20 +211,52 @@ impl Fixture {
         let added = self.added.load(Ordering::SeqCst);
         let mut cached = self.tools.lock().unwrap_or_else(PoisonError::into_inner);
         if cached.0 != added {
-            *cached = (
-                added,
-                Arc::new(catalog::all_tools(
-                    self.cfg.tools,
-                    added,
-                    self.cfg.varied_descriptions,
-                )),
-            );
+            *cached = (added, Arc::new(build_tools(&self.cfg, added)));
         }
         Arc::clone(&cached.1)
     }
 
     fn page_size(&self) -> Option<usize> {
         self.cfg.page_size.map(NonZeroUsize::get)
+    }
+
+    /// The page of a protocol list that `cursor` designates (cursors spelled as
+    /// `--violate raw-cursor` says). Under `--violate accept-any-cursor` a cursor we never
+    /// issued is page 1 instead of -32602.
+    fn paginate(
+        &self,
+        items: &[Value],
+        cursor: Option<&Value>,
+        mode: CursorMode,
+    ) -> Result<catalog::Page, RpcError> {
+        let encoding = if self.cfg.violates(Violation::RawCursor) {
+            CursorEncoding::RawOffset
+        } else {
+            CursorEncoding::Opaque
+        };
+        let page = |cursor| {
+            catalog::paginate_with(
+                items,
+                cursor,
+                self.page_size(),
+                mode,
+                self.cfg.cycle_length,
+                encoding,
+            )
+        };
+        match page(cursor) {
+            Err(_) if self.cfg.violates(Violation::AcceptAnyCursor) => page(None),
+            other => other,
+        }
+    }
+
+    /// `serverInfo` (without `version` under `--violate no-version`).
+    pub fn server_info(&self) -> Value {
+        if self.cfg.violates(Violation::NoVersion) {
+            json!({"name": "sluice-fixture"})
+        } else {
+            server_info()
+        }
     }
 
     /// Registers one more `added_N` tool and tells the open `subscriptions/listen` streams that
@@ -290,6 +333,8 @@ impl Fixture {
                 "Missing params._meta[\"{META_PROTOCOL_VERSION}\"]"
             ))),
             Some(Value::String(v)) if v == MODERN_VERSION => Ok(()),
+            // `--violate echo-unknown-version`: served as if it were supported.
+            Some(_) if self.cfg.violates(Violation::EchoUnknownVersion) => Ok(()),
             Some(other) => Err(unsupported(other.clone())),
         }
     }
@@ -312,7 +357,10 @@ impl Fixture {
         let id = msg.get("id").cloned().unwrap_or(Value::Null);
         let result = match ctx.era {
             Era::Modern => match self.check_modern_envelope(&msg) {
-                Ok(()) => self.modern(&msg, &ctx).await,
+                Ok(()) => self
+                    .modern(&msg, &ctx)
+                    .await
+                    .map(|p| self.break_modern_result(method(&msg), p)),
                 Err(e) => Err(e),
             },
             Era::Legacy => self.legacy(&msg, &ctx).await,
@@ -340,6 +388,24 @@ impl Fixture {
         })
     }
 
+    /// `--violate result-type` and `--violate cache-hints` applied to a 2026 result of
+    /// `method`. (A raw or bulk `tools/call` result never got its `resultType` spliced in.)
+    fn break_modern_result(&self, method: &str, payload: Payload) -> Payload {
+        let Payload::Json(mut result) = payload else {
+            return payload;
+        };
+        if let Some(obj) = result.as_object_mut() {
+            if self.cfg.violates(Violation::ResultType) {
+                obj.shift_remove("resultType");
+            }
+            if self.cfg.violates(Violation::CacheHints) && HINTED_METHODS.contains(&method) {
+                obj.shift_remove("ttlMs");
+                obj.shift_remove("cacheScope");
+            }
+        }
+        Payload::Json(result)
+    }
+
     /// Methods of the 2026 era.
     async fn modern(self: &Arc<Self>, msg: &Value, ctx: &ReqCtx) -> Result<Payload, RpcError> {
         let params = msg.get("params").cloned().unwrap_or_else(|| json!({}));
@@ -348,15 +414,19 @@ impl Fixture {
                 json!({
                     "supportedVersions": [MODERN_VERSION],
                     "capabilities": capabilities(Era::Modern),
-                    "_meta": {"io.modelcontextprotocol/serverInfo": server_info()},
+                    "_meta": {"io.modelcontextprotocol/serverInfo": self.server_info()},
                 }),
                 Era::Modern,
             )
             .into()),
-            "tools/call" => Ok(complete_payload(
-                crate::tools::call(self, &params, ctx).await?,
-                Era::Modern,
-            )),
+            "tools/call" => {
+                let payload = crate::tools::call(self, &params, ctx).await?;
+                if self.cfg.violates(Violation::ResultType) {
+                    Ok(payload)
+                } else {
+                    Ok(complete_payload(payload, Era::Modern))
+                }
+            }
             // Acknowledges, then stays open (no response) until cancelled.
             "subscriptions/listen" => {
                 let id = msg.get("id").cloned().unwrap_or(Value::Null);
@@ -372,13 +442,15 @@ impl Fixture {
         match method(msg) {
             "initialize" => {
                 let requested = params.get("protocolVersion").and_then(Value::as_str);
+                // `--violate echo-unknown-version`: whatever was asked for is "agreed".
+                let echo_any = self.cfg.violates(Violation::EchoUnknownVersion);
                 let version = requested
-                    .filter(|v| LEGACY_VERSIONS.contains(v))
+                    .filter(|v| echo_any || LEGACY_VERSIONS.contains(v))
                     .unwrap_or(LEGACY_VERSIONS[0]);
                 Ok(json!({
                     "protocolVersion": version,
                     "capabilities": capabilities(Era::Legacy),
-                    "serverInfo": server_info(),
+                    "serverInfo": self.server_info(),
                 })
                 .into())
             }
@@ -397,13 +469,7 @@ impl Fixture {
     fn tools_page(&self, cursor: Option<&Value>) -> Result<Option<catalog::Page>, RpcError> {
         let tools = self.tools();
         let first_tool = tools.first().cloned();
-        let mut page = catalog::paginate(
-            &tools,
-            cursor,
-            self.page_size(),
-            self.cfg.cursor_mode,
-            self.cfg.cycle_length,
-        )?;
+        let mut page = self.paginate(&tools, cursor, self.cfg.cursor_mode)?;
         let is = |flag: Option<NonZeroUsize>| flag.map(NonZeroUsize::get) == Some(page.number);
         if is(self.cfg.hang_page) {
             return Ok(None);
@@ -448,13 +514,7 @@ impl Fixture {
         let era = ctx.era;
         let cursor = params.get("cursor");
         let list = |key: &str, items: Vec<Value>| {
-            let page = catalog::paginate(
-                &items,
-                cursor,
-                self.page_size(),
-                CursorMode::Normal,
-                self.cfg.cycle_length,
-            )?;
+            let page = self.paginate(&items, cursor, CursorMode::Normal)?;
             Ok(list_result(key, page, era))
         };
         match method {
@@ -517,6 +577,20 @@ fn capabilities(era: Era) -> Value {
         Era::Legacy => json!({"subscribe": true}),
     };
     json!({"tools": {"listChanged": true}, "resources": resources, "prompts": {}})
+}
+
+/// The whole tool list as configured: the fixed tools, `list_items` (`--list-tool`), then the
+/// generated and added ones; `echo` changed by `--violate output-schema`.
+fn build_tools(cfg: &Config, added: usize) -> Vec<Value> {
+    let mut tools = catalog::all_tools(cfg.tools, added, cfg.varied_descriptions);
+    if let Some(mode) = cfg.list_tool {
+        let at = catalog::fixed_tool_count().min(tools.len());
+        tools.insert(at, list_tool::definition(mode));
+    }
+    if cfg.violates(Violation::OutputSchema) {
+        catalog::declare_echo_output_schema(&mut tools);
+    }
+    tools
 }
 
 fn server_info() -> Value {
@@ -859,6 +933,440 @@ mod tests {
         let cfg = parse(&["--page-size", "2"]).unwrap();
         assert_eq!(cfg.cycle_length, crate::DEFAULT_CYCLE_LENGTH);
         assert!(cfg.check_combinations().is_ok());
+    }
+
+    // --- --violate and --list-tool ------------------------------------------------------
+
+    /// A request in the 2026 era (its `_meta` names `version`).
+    fn modern_req_v(method: &str, mut params: Value, version: &str) -> Value {
+        params["_meta"] = json!({
+            META_PROTOCOL_VERSION: version,
+            META_CLIENT_CAPABILITIES: {}
+        });
+        json!({"jsonrpc": "2.0", "id": 1, "method": method, "params": params})
+    }
+
+    fn modern_req(method: &str, params: Value) -> Value {
+        modern_req_v(method, params, MODERN_VERSION)
+    }
+
+    fn legacy_req(method: &str, params: Value) -> Value {
+        json!({"jsonrpc": "2.0", "id": 1, "method": method, "params": params})
+    }
+
+    /// Serves `msg` in `era`: the response, and the notifications sent before it.
+    async fn serve(fx: &Arc<Fixture>, era: Era, msg: Value) -> (Value, Vec<Value>) {
+        let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
+        let ctx = ReqCtx {
+            era,
+            out: tx,
+            peer: None,
+            tracker: None,
+            param_headers: Vec::new(),
+        };
+        let reply = fx.handle(msg, ctx).await.unwrap();
+        let mut notes = Vec::new();
+        while let Ok(Out::Msg(m)) = rx.try_recv() {
+            notes.push(m);
+        }
+        let resp = serde_json::from_str(&reply.text.into_string()).unwrap();
+        (resp, notes)
+    }
+
+    async fn result(fx: &Arc<Fixture>, era: Era, msg: Value) -> Value {
+        let (resp, _) = serve(fx, era, msg).await;
+        assert!(resp.get("error").is_none(), "unexpected error: {resp}");
+        resp["result"].clone()
+    }
+
+    async fn error_code(fx: &Arc<Fixture>, era: Era, msg: Value) -> i64 {
+        let (resp, _) = serve(fx, era, msg).await;
+        resp["error"]["code"].as_i64().unwrap()
+    }
+
+    fn call(name: &str, args: Value) -> Value {
+        json!({"name": name, "arguments": args})
+    }
+
+    fn text(result: &Value) -> &str {
+        result["content"][0]["text"].as_str().unwrap()
+    }
+
+    #[test]
+    fn violate_is_repeatable_and_comma_delimited() {
+        let argv = [
+            "sluice-fixture",
+            "--violate",
+            "result-type,cache-hints",
+            "--violate",
+            "secret",
+        ];
+        let cfg = Config::try_parse_from(argv).unwrap();
+        assert_eq!(
+            cfg.violate,
+            [
+                Violation::ResultType,
+                Violation::CacheHints,
+                Violation::Secret
+            ]
+        );
+        assert!(cfg.violates(Violation::Secret) && !cfg.violates(Violation::BigRead));
+        assert!(Config::try_parse_from(["sluice-fixture", "--violate", "nope"]).is_err());
+        assert!(
+            Config::try_parse_from(["sluice-fixture"])
+                .unwrap()
+                .violate
+                .is_empty()
+        );
+        // The cursor violations need pages to show.
+        for rule in ["accept-any-cursor", "raw-cursor"] {
+            let cfg = Config::try_parse_from(["sluice-fixture", "--violate", rule]).unwrap();
+            assert!(cfg.check_combinations().is_err(), "{rule}");
+            let paged = ["sluice-fixture", "--violate", rule, "--page-size", "3"];
+            let cfg = Config::try_parse_from(paged).unwrap();
+            assert!(cfg.check_combinations().is_ok(), "{rule}");
+        }
+    }
+
+    #[tokio::test]
+    async fn result_type_is_stripped_from_every_modern_result() {
+        let requests = [
+            modern_req("server/discover", json!({})),
+            modern_req("tools/list", json!({})),
+            modern_req("prompts/list", json!({})),
+            modern_req("resources/read", json!({"uri": "fixture://item/a"})),
+            modern_req("tools/call", call("echo", json!({"text": "a"}))),
+            // Raw and bulk results (spliced otherwise).
+            modern_req("tools/call", call("lossless", json!({}))),
+            modern_req("tools/call", call("huge_read", json!({"bytes": 3}))),
+        ];
+        let plain = Arc::new(fixture(&[]));
+        let broken = Arc::new(fixture(&["--violate", "result-type"]));
+        for msg in requests {
+            let good = result(&plain, Era::Modern, msg.clone()).await;
+            assert_eq!(good["resultType"], "complete", "{msg}");
+            let bad = result(&broken, Era::Modern, msg.clone()).await;
+            assert!(bad.get("resultType").is_none(), "{msg}: {bad}");
+        }
+        // Only that rule: caching hints stay.
+        let list = result(&broken, Era::Modern, modern_req("tools/list", json!({}))).await;
+        assert_eq!(
+            (&list["ttlMs"], &list["cacheScope"]),
+            (&json!(0), &json!("public"))
+        );
+        let echo = modern_req("tools/call", call("echo", json!({"text": "a"})));
+        let echo = result(&broken, Era::Modern, echo).await;
+        assert_eq!(echo, json!({"content": [{"type": "text", "text": "a"}]}));
+    }
+
+    #[tokio::test]
+    async fn cache_hints_are_stripped_from_lists_and_reads() {
+        let hinted = [
+            modern_req("tools/list", json!({})),
+            modern_req("resources/list", json!({})),
+            modern_req("resources/templates/list", json!({})),
+            modern_req("prompts/list", json!({})),
+            modern_req("resources/read", json!({"uri": "fixture://item/a"})),
+        ];
+        let plain = Arc::new(fixture(&[]));
+        let broken = Arc::new(fixture(&["--violate", "cache-hints"]));
+        for msg in hinted {
+            let good = result(&plain, Era::Modern, msg.clone()).await;
+            assert!(good.get("ttlMs").is_some() && good.get("cacheScope").is_some());
+            let bad = result(&broken, Era::Modern, msg.clone()).await;
+            assert!(bad.get("ttlMs").is_none(), "{msg}: {bad}");
+            assert!(bad.get("cacheScope").is_none(), "{msg}: {bad}");
+            assert_eq!(bad["resultType"], "complete", "only the hints go");
+        }
+        let discover = modern_req("server/discover", json!({}));
+        let discover = result(&broken, Era::Modern, discover).await;
+        assert_eq!(discover["ttlMs"], 0, "server/discover keeps its hints");
+    }
+
+    #[tokio::test]
+    async fn no_version_drops_the_server_info_version() {
+        let init = || {
+            legacy_req(
+                "initialize",
+                json!({"protocolVersion": "2025-11-25", "capabilities": {}}),
+            )
+        };
+        let discover = || modern_req("server/discover", json!({}));
+        let info = "/_meta/io.modelcontextprotocol~1serverInfo";
+        let plain = Arc::new(fixture(&[]));
+        let r = result(&plain, Era::Legacy, init()).await;
+        assert_eq!(r["serverInfo"]["version"], env!("CARGO_PKG_VERSION"));
+        let r = result(&plain, Era::Modern, discover()).await;
+        assert_eq!(
+            r.pointer(info).unwrap()["version"],
+            env!("CARGO_PKG_VERSION")
+        );
+
+        let broken = Arc::new(fixture(&["--violate", "no-version"]));
+        let r = result(&broken, Era::Legacy, init()).await;
+        assert_eq!(r["serverInfo"], json!({"name": "sluice-fixture"}));
+        let r = result(&broken, Era::Modern, discover()).await;
+        assert_eq!(r.pointer(info).unwrap(), &json!({"name": "sluice-fixture"}));
+    }
+
+    #[tokio::test]
+    async fn output_schema_echo_answers_a_mismatch() {
+        let echo_call = || modern_req("tools/call", call("echo", json!({"text": "a"})));
+        let plain = Arc::new(fixture(&[]));
+        assert_eq!(
+            plain.tools()[0],
+            json!({"name": "echo", "description": "Echoes `text` back as a text block.",
+                   "inputSchema": {"type": "object", "properties": {"text": {"type": "string"}},
+                                   "required": ["text"]}})
+        );
+        let r = result(&plain, Era::Modern, echo_call()).await;
+        assert!(r.get("structuredContent").is_none());
+        assert_eq!(text(&r), "a");
+
+        let broken = Arc::new(fixture(&["--violate", "output-schema"]));
+        let def = &broken.tools()[0];
+        assert_eq!(
+            def["outputSchema"],
+            json!({"type": "object", "properties": {"text": {"type": "string"}},
+                   "required": ["text"]})
+        );
+        assert_eq!(def["annotations"]["readOnlyHint"], true);
+        let r = result(&broken, Era::Modern, echo_call()).await;
+        assert_eq!(r["structuredContent"], json!({"text": 42}));
+        assert!(
+            r["structuredContent"]["text"].is_number(),
+            "does not match the schema"
+        );
+        assert_eq!(text(&r), r#"{"text":42}"#);
+    }
+
+    #[tokio::test]
+    async fn unknown_tool_codes() {
+        for era in [Era::Modern, Era::Legacy] {
+            let msg = || match era {
+                Era::Modern => modern_req("tools/call", call("no_such_tool", json!({}))),
+                Era::Legacy => legacy_req("tools/call", call("no_such_tool", json!({}))),
+            };
+            let plain = Arc::new(fixture(&[]));
+            assert_eq!(error_code(&plain, era, msg()).await, -32602);
+            let reserved = Arc::new(fixture(&["--violate", "reserved-code"]));
+            assert_eq!(error_code(&reserved, era, msg()).await, -32050);
+            for args in [
+                &["--violate", "unknown-tool-result"][..],
+                &["--violate", "unknown-tool-result,reserved-code"],
+            ] {
+                let as_result = Arc::new(fixture(args));
+                let r = result(&as_result, era, msg()).await;
+                assert_eq!(r["isError"], true);
+                assert_eq!(text(&r), "Unknown tool: no_such_tool");
+            }
+        }
+    }
+
+    #[tokio::test]
+    async fn echo_unknown_version_agrees_to_anything() {
+        let init = legacy_req(
+            "initialize",
+            json!({"protocolVersion": "1999-01-01", "capabilities": {}}),
+        );
+        let list = modern_req_v("tools/list", json!({}), "1999-01-01");
+        let plain = Arc::new(fixture(&[]));
+        let r = result(&plain, Era::Legacy, init.clone()).await;
+        assert_eq!(r["protocolVersion"], "2025-11-25");
+        assert_eq!(error_code(&plain, Era::Modern, list.clone()).await, -32022);
+
+        let broken = Arc::new(fixture(&["--violate", "echo-unknown-version"]));
+        let r = result(&broken, Era::Legacy, init).await;
+        assert_eq!(r["protocolVersion"], "1999-01-01");
+        let r = result(&broken, Era::Modern, list).await;
+        assert_eq!(r["tools"].as_array().map(Vec::len), Some(16));
+        // A supported version is still answered as such.
+        let init = legacy_req(
+            "initialize",
+            json!({"protocolVersion": "2025-06-18", "capabilities": {}}),
+        );
+        assert_eq!(
+            result(&broken, Era::Legacy, init).await["protocolVersion"],
+            "2025-06-18"
+        );
+    }
+
+    #[tokio::test]
+    async fn big_read_and_secret_change_read_only_answers() {
+        let read_big = || modern_req("tools/call", call("read_big", json!({"bytes": 1})));
+        let lossless = || modern_req("tools/call", call("lossless", json!({})));
+        let has_secrets = |t: &str| {
+            let token_ok = t.split("ghp_").nth(1).is_some_and(|rest| {
+                rest.len() >= 36 && rest.bytes().take(36).all(|b| b.is_ascii_alphanumeric())
+            });
+            t.contains("AKIAIOSFODNN7EXAMPLE") && token_ok
+        };
+        let plain = Arc::new(fixture(&[]));
+        assert_eq!(text(&result(&plain, Era::Modern, read_big()).await), "x");
+        assert_eq!(text(&result(&plain, Era::Modern, lossless()).await), "kept");
+
+        let big = Arc::new(fixture(&["--violate", "big-read"]));
+        let r = result(&big, Era::Modern, read_big()).await;
+        assert_eq!(text(&r).len(), 2 * 1024 * 1024);
+        assert!(!has_secrets(text(&r)));
+
+        let leaky = Arc::new(fixture(&["--violate", "secret"]));
+        for msg in [read_big(), lossless()] {
+            let r = result(&leaky, Era::Modern, msg.clone()).await;
+            assert!(has_secrets(text(&r)), "{msg}");
+        }
+        assert!(text(&result(&leaky, Era::Modern, read_big()).await).starts_with("x "));
+        // `ghp_` is followed by exactly 36 alphanumerics.
+        let token = crate::tools::FAKE_SECRETS.split("ghp_").nth(1).unwrap();
+        assert_eq!(token.len(), 36);
+        assert!(token.bytes().all(|b| b.is_ascii_alphanumeric()));
+    }
+
+    /// The (token, progress) of each progress notification.
+    fn progress_of(notes: &[Value]) -> Vec<(Value, u64)> {
+        notes
+            .iter()
+            .map(|n| {
+                assert_eq!(n["method"], "notifications/progress");
+                let p = &n["params"];
+                (p["progressToken"].clone(), p["progress"].as_u64().unwrap())
+            })
+            .collect()
+    }
+
+    #[tokio::test]
+    async fn bad_progress_uses_another_token_and_counts_down() {
+        let with_token = |name: &str, args: Value| {
+            let mut msg = modern_req("tools/call", call(name, args));
+            msg["params"]["_meta"]["progressToken"] = json!("t");
+            msg
+        };
+        let progress = || with_token("progress", json!({"steps": 3, "delay_ms": 0}));
+        let list = || with_token("list_items", json!({}));
+        let plain = Arc::new(fixture(&["--list-tool", "good"]));
+        let (_, notes) = serve(&plain, Era::Modern, progress()).await;
+        let t = json!("t");
+        assert_eq!(
+            progress_of(&notes),
+            [(t.clone(), 1), (t.clone(), 2), (t.clone(), 3)]
+        );
+        let (resp, notes) = serve(&plain, Era::Modern, list()).await;
+        assert_eq!(progress_of(&notes), [(t.clone(), 1), (t.clone(), 2)]);
+        assert!(resp["result"]["structuredContent"]["items"].is_array());
+        // No token, no progress.
+        let quiet = modern_req("tools/call", call("list_items", json!({})));
+        assert!(serve(&plain, Era::Modern, quiet).await.1.is_empty());
+
+        let broken = Arc::new(fixture(&[
+            "--list-tool",
+            "good",
+            "--violate",
+            "bad-progress",
+        ]));
+        let wrong = json!("t-not-yours");
+        let (_, notes) = serve(&broken, Era::Modern, progress()).await;
+        assert_eq!(
+            progress_of(&notes),
+            [(wrong.clone(), 3), (wrong.clone(), 2), (wrong.clone(), 1)]
+        );
+        let (_, notes) = serve(&broken, Era::Modern, list()).await;
+        assert_eq!(progress_of(&notes), [(wrong.clone(), 2), (wrong, 1)]);
+    }
+
+    #[tokio::test]
+    async fn list_tool_is_listed_after_the_fixed_tools_and_called() {
+        let names = |fx: &Fixture| -> Vec<String> {
+            fx.tools()
+                .iter()
+                .map(|t| t["name"].as_str().unwrap().to_owned())
+                .collect()
+        };
+        let plain = fixture(&["--tools", "1"]);
+        assert_eq!(names(&plain).len(), 17);
+        assert!(!names(&plain).contains(&"list_items".to_owned()));
+        let fx = Arc::new(fixture(&["--tools", "1", "--list-tool", "good"]));
+        let listed = names(&fx);
+        assert_eq!(listed.len(), 18);
+        assert_eq!(
+            (listed[16].as_str(), listed[17].as_str()),
+            ("list_items", "gen_0000")
+        );
+        assert_eq!(fx.tools()[16]["annotations"]["readOnlyHint"], true);
+        let unbounded = fixture(&["--list-tool", "unbounded"]);
+        let limit = &unbounded.tools()[16]["inputSchema"]["properties"]["limit"];
+        assert!(limit.get("maximum").is_none());
+
+        // Called through tools/call, in both eras.
+        let page = result(
+            &fx,
+            Era::Modern,
+            modern_req("tools/call", call("list_items", json!({}))),
+        )
+        .await;
+        assert_eq!(page["resultType"], "complete");
+        let items = page["structuredContent"]["items"].as_array().unwrap();
+        assert_eq!((items.len(), &items[0]["id"]), (20, &json!("item-000")));
+        let cursor = page["structuredContent"]["nextCursor"].clone();
+        let next = legacy_req("tools/call", call("list_items", json!({"cursor": cursor})));
+        let next = result(&fx, Era::Legacy, next).await;
+        assert_eq!(next["structuredContent"]["items"][0]["id"], "item-020");
+        let bad = modern_req("tools/call", call("list_items", json!({"cursor": "nope"})));
+        assert_eq!(error_code(&fx, Era::Modern, bad).await, -32602);
+        // Without --list-tool it is an unknown tool.
+        let plain = Arc::new(plain);
+        let msg = modern_req("tools/call", call("list_items", json!({})));
+        assert_eq!(error_code(&plain, Era::Modern, msg).await, -32602);
+    }
+
+    #[tokio::test]
+    async fn raw_cursor_spells_offsets_in_every_protocol_list() {
+        let fx = fixture(&["--page-size", "4", "--violate", "raw-cursor"]);
+        let (pages, end) = walk(&fx, 10);
+        assert!(matches!(end, End::Last));
+        let cursors: Vec<&Value> = pages.iter().filter_map(|p| p.next.as_ref()).collect();
+        assert_eq!(cursors, [&json!("4"), &json!("8"), &json!("12")]);
+        assert_eq!(tool_names(&pages).len(), 16);
+
+        let fx = Arc::new(fixture(&[
+            "--resources",
+            "6",
+            "--page-size",
+            "4",
+            "--violate",
+            "raw-cursor",
+        ]));
+        let r = result(&fx, Era::Modern, modern_req("resources/list", json!({}))).await;
+        assert_eq!(r["nextCursor"], "4");
+
+        let (pages, _) = walk(&fixture(&["--page-size", "4"]), 10);
+        assert_eq!(pages[0].next, Some(json!("fx1.4")), "opaque by default");
+    }
+
+    #[tokio::test]
+    async fn accept_any_cursor_serves_page_one() {
+        let plain = fixture(&["--page-size", "4"]);
+        for bogus in [json!("bogus"), json!(""), json!(7)] {
+            let err = plain.tools_page(Some(&bogus)).err().map(|e| e.code);
+            assert_eq!(err, Some(-32602), "{bogus}");
+        }
+        let fx = fixture(&["--page-size", "4", "--violate", "accept-any-cursor"]);
+        let first = fx.tools_page(None).unwrap().unwrap();
+        for bogus in [json!("bogus"), json!(""), json!(7)] {
+            let page = fx.tools_page(Some(&bogus)).unwrap().unwrap();
+            assert_eq!((page.number, &page.items), (1, &first.items), "{bogus}");
+        }
+        // Real cursors still work.
+        let (pages, end) = walk(&fx, 10);
+        assert!(matches!(end, End::Last) && pages.len() == 4);
+        let fx = Arc::new(fixture(&[
+            "--page-size",
+            "1",
+            "--violate",
+            "accept-any-cursor",
+        ]));
+        let msg = modern_req("prompts/list", json!({"cursor": "bogus"}));
+        let r = result(&fx, Era::Modern, msg).await;
+        assert_eq!(r["prompts"][0]["name"], "greet");
     }
 
     #[test]

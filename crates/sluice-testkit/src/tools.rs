@@ -7,7 +7,9 @@ use axum::http::HeaderMap;
 use serde_json::{Value, json};
 use sluice_core::headers;
 
+use crate::Violation;
 use crate::bulk::{self, Bulk};
+use crate::list_tool;
 use crate::peer::Out;
 use crate::protocol::{Era, Fixture, META_CLIENT_CAPABILITIES, Payload, ReqCtx, RpcError, method};
 
@@ -17,6 +19,23 @@ use crate::protocol::{Era, Fixture, META_CLIENT_CAPABILITIES, Payload, ReqCtx, R
 /// that keeps key order, the big integer, `1.50` and `-0`, but rewrites `1e400` as `1e+400`.
 /// A gateway that must be byte-exact has to do better than `Value` for exponents.
 pub const LOSSLESS_RESULT: &str = r#"{"content":[{"type":"text","text":"kept","x-extra":1},{"type":"hologram","frames":[1,2,3]}],"structuredContent":{"big":123456789012345678901234567890,"exp":1e400,"float":1.50,"neg":-0},"x-vendor":{"nested":[true,null]},"_meta":{"x.example/trace":"abc"},"isError":false}"#;
+
+/// The fake secrets `--violate secret` puts in read-only tools' text: an AWS access key id (the
+/// documentation example) and a GitHub personal access token shape (`ghp_` + 36 alphanumerics).
+pub const FAKE_SECRETS: &str = "AKIAIOSFODNN7EXAMPLE ghp_FixtureFakeToken0123456789abcdefghij";
+
+/// What `read_big` returns under `--violate big-read`, whatever it is asked: 2 MiB.
+pub const BIG_READ_BYTES: u64 = 2 * 1024 * 1024;
+
+/// The `echo` result under `--violate output-schema`: `structuredContent` whose `text` is a
+/// number although the declared `outputSchema` says string (mirrored in the text block).
+fn mismatched_echo() -> Value {
+    let structured = json!({"text": 42});
+    json!({
+        "content": [{"type": "text", "text": structured.to_string()}],
+        "structuredContent": structured
+    })
+}
 
 /// A successful result with one text block.
 fn text(t: impl Into<String>) -> Value {
@@ -52,10 +71,30 @@ pub async fn call(fx: &Arc<Fixture>, params: &Value, ctx: &ReqCtx) -> Result<Pay
     let name = params.get("name").and_then(Value::as_str).unwrap_or("");
     let empty = json!({});
     let args = params.get("arguments").unwrap_or(&empty);
+    let violates = |rule| fx.cfg.violates(rule);
+    // `--list-tool`: a read-only list tool (progress first, when asked for).
+    if let (list_tool::NAME, Some(mode)) = (name, fx.cfg.list_tool) {
+        if let Some(token) = progress_token(params) {
+            for i in 1..=LIST_PROGRESS_STEPS {
+                let bad = violates(Violation::BadProgress);
+                send_progress(ctx, &token, i, LIST_PROGRESS_STEPS, None, bad);
+            }
+        }
+        return list_tool::call(&fx.list_cursors, mode, args).map(Payload::from);
+    }
     let result = match name {
+        "echo" if violates(Violation::OutputSchema) => Ok(mismatched_echo()),
         // Plain round trip.
         "echo" => str_arg(args, "text").map(text),
         // Pass-through fidelity: unknown fields, unknown content types, odd numbers.
+        "lossless" if violates(Violation::Secret) => {
+            let leaky = format!(r#""text":"kept {FAKE_SECRETS}""#);
+            return Ok(Payload::Raw(LOSSLESS_RESULT.replacen(
+                r#""text":"kept""#,
+                &leaky,
+                1,
+            )));
+        }
         "lossless" => return Ok(Payload::Raw(LOSSLESS_RESULT.to_owned())),
         // The server dies mid-call: the client must notice EOF / a dropped connection.
         "crash" => {
@@ -70,7 +109,7 @@ pub async fn call(fx: &Arc<Fixture>, params: &Value, ctx: &ReqCtx) -> Result<Pay
             let _ = ctx.out.send(Out::Raw("this is not json".into()));
             Ok(text("after garbage"))
         }
-        "progress" => progress(args, params, ctx).await,
+        "progress" => progress(args, params, ctx, violates(Violation::BadProgress)).await,
         "sample" => return sample(args, params, ctx).await.map(Payload::from),
         "elicit" => return elicit(args, params, ctx).await.map(Payload::from),
         // The catalog changes at run time: list_changed notification and cache invalidation.
@@ -100,11 +139,21 @@ pub async fn call(fx: &Arc<Fixture>, params: &Value, ctx: &ReqCtx) -> Result<Pay
         // SEP-2243 `x-mcp-header` arguments (checked over 2026 HTTP by [`check_param_headers`]).
         "header_echo" => header_echo(args, ctx),
         // Read budget: like `big`, but annotated read-only.
-        "read_big" => uint_arg(args, "bytes", None).and_then(|n| {
-            bulk::xs_string(n)
-                .map(text)
-                .ok_or_else(|| tool_error("bytes too large"))
-        }),
+        "read_big" => {
+            let bytes = if violates(Violation::BigRead) {
+                Ok(BIG_READ_BYTES)
+            } else {
+                uint_arg(args, "bytes", None)
+            };
+            bytes.and_then(|n| {
+                let mut xs = bulk::xs_string(n).ok_or_else(|| tool_error("bytes too large"))?;
+                if violates(Violation::Secret) {
+                    xs.push_str(&format!(" {FAKE_SECRETS}"));
+                }
+                Ok(text(xs))
+            })
+        }
+
         // Any data through a gateway (redaction tests).
         "reflect" => return reflect(args).map(Payload::from),
         // Answers of any size, streamed in chunks (read-only and destructive variants).
@@ -113,6 +162,14 @@ pub async fn call(fx: &Arc<Fixture>, params: &Value, ctx: &ReqCtx) -> Result<Pay
             Err(e) => Err(e),
         },
         n if fx.has_dynamic_tool(n) => Ok(text(n)),
+        // `--violate unknown-tool-result`: a protocol error passed off as a tool error.
+        n if violates(Violation::UnknownToolResult) => {
+            Err(tool_error(format!("Unknown tool: {n}")))
+        }
+        // `--violate reserved-code`: a code from the band reserved for the MCP spec.
+        n if violates(Violation::ReservedCode) => {
+            return Err(RpcError::new(-32050, format!("Unknown tool: {n}")));
+        }
         n => return Err(RpcError::invalid_params(format!("Unknown tool: {n}"))),
     };
     // Argument errors are tool execution errors (isError), not protocol errors.
@@ -123,29 +180,66 @@ pub async fn call(fx: &Arc<Fixture>, params: &Value, ctx: &ReqCtx) -> Result<Pay
 /// `{progressToken, progress: i, total: steps}` for i = 1..=steps, one every `delay_ms` (with
 /// `message` in each when the argument is given); then answers "done". Without a token it just
 /// takes the same time.
-async fn progress(args: &Value, params: &Value, ctx: &ReqCtx) -> Result<Value, Value> {
+///
+/// `bad` (`--violate bad-progress`): the notifications name another token ([`wrong_token`]) and
+/// count down (`progress` = steps, ..., 1).
+async fn progress(args: &Value, params: &Value, ctx: &ReqCtx, bad: bool) -> Result<Value, Value> {
     let steps = uint_arg(args, "steps", Some(3))?;
     let delay = Duration::from_millis(uint_arg(args, "delay_ms", Some(10))?);
     let message = args.get("message").and_then(Value::as_str);
-    let token = params
-        .pointer("/_meta/progressToken")
-        .filter(|t| !t.is_null())
-        .cloned();
+    let token = progress_token(params);
     for i in 1..=steps {
         tokio::time::sleep(delay).await;
         if let Some(token) = &token {
-            let mut note = json!({
-                "jsonrpc": "2.0",
-                "method": "notifications/progress",
-                "params": {"progressToken": token, "progress": i, "total": steps}
-            });
-            if let Some(message) = message {
-                note["params"]["message"] = message.into();
-            }
-            let _ = ctx.out.send(Out::Msg(note));
+            send_progress(ctx, token, i, steps, message, bad);
         }
     }
     Ok(text("done"))
+}
+
+/// How many progress notifications `list_items` sends when asked for progress.
+const LIST_PROGRESS_STEPS: u64 = 2;
+
+/// The request's `_meta.progressToken`, if any.
+fn progress_token(params: &Value) -> Option<Value> {
+    params
+        .pointer("/_meta/progressToken")
+        .filter(|t| !t.is_null())
+        .cloned()
+}
+
+/// A token that is not `token` (`--violate bad-progress`): `<token>-not-yours`.
+fn wrong_token(token: &Value) -> Value {
+    match token {
+        Value::String(s) => json!(format!("{s}-not-yours")),
+        other => json!(format!("{other}-not-yours")),
+    }
+}
+
+/// Sends step `i` of `steps` as `notifications/progress` `{progressToken, progress: i, total}`
+/// (plus `message`). `bad`: another token, and `progress` counting down (`steps + 1 - i`).
+fn send_progress(
+    ctx: &ReqCtx,
+    token: &Value,
+    i: u64,
+    steps: u64,
+    message: Option<&str>,
+    bad: bool,
+) {
+    let (token, progress) = if bad {
+        (wrong_token(token), steps + 1 - i)
+    } else {
+        (token.clone(), i)
+    };
+    let mut note = json!({
+        "jsonrpc": "2.0",
+        "method": "notifications/progress",
+        "params": {"progressToken": token, "progress": progress, "total": steps}
+    });
+    if let Some(message) = message {
+        note["params"]["message"] = message.into();
+    }
+    let _ = ctx.out.send(Out::Msg(note));
 }
 
 /// `reflect`: sends back what it is given, so a test can push any data through a gateway.
@@ -320,14 +414,12 @@ async fn sample(args: &Value, params: &Value, ctx: &ReqCtx) -> Result<Value, Rpc
 }
 
 /// The elicitation request the `elicit` tool makes.
-/// The form has one field, `answer`, described by the message (so a message
-/// that asks for a password makes a form a gateway should refuse, S-27).
 fn elicitation_params(message: &str) -> Value {
     json!({
         "message": message,
         "requestedSchema": {
             "type": "object",
-            "properties": {"answer": {"type": "string", "description": message}},
+            "properties": {"answer": {"type": "string"}},
             "required": ["answer"]
         }
     })

@@ -260,10 +260,21 @@ impl HttpFixture {
 
     /// Sends a request without reading anything back (for requests that are never answered).
     pub fn send(&self, method: &str, headers: &[(&str, &str)], body: Option<&str>) -> TcpStream {
+        self.send_to(method, "/mcp", headers, body)
+    }
+
+    /// [`Self::send`] to another path than `/mcp`.
+    pub fn send_to(
+        &self,
+        method: &str,
+        path: &str,
+        headers: &[(&str, &str)],
+        body: Option<&str>,
+    ) -> TcpStream {
         let mut stream = TcpStream::connect(("127.0.0.1", self.port)).expect("connect");
         stream.set_read_timeout(Some(WAIT)).expect("timeout");
         let mut req = format!(
-            "{method} /mcp HTTP/1.1\r\nHost: 127.0.0.1:{}\r\nConnection: close\r\n",
+            "{method} {path} HTTP/1.1\r\nHost: 127.0.0.1:{}\r\nConnection: close\r\n",
             self.port
         );
         for (k, v) in headers {
@@ -284,7 +295,18 @@ impl HttpFixture {
 
     /// Opens a request and reads the status line and headers; the body is read from the result.
     pub fn open(&self, method: &str, headers: &[(&str, &str)], body: Option<&str>) -> HttpStream {
-        let mut reader = BufReader::new(self.send(method, headers, body));
+        self.open_at(method, "/mcp", headers, body)
+    }
+
+    /// [`Self::open`] at another path than `/mcp`.
+    pub fn open_at(
+        &self,
+        method: &str,
+        path: &str,
+        headers: &[(&str, &str)],
+        body: Option<&str>,
+    ) -> HttpStream {
+        let mut reader = BufReader::new(self.send_to(method, path, headers, body));
         let mut status_line = String::new();
         reader.read_line(&mut status_line).expect("status line");
         let status = status_line
@@ -319,7 +341,18 @@ impl HttpFixture {
 
     /// A complete request/response.
     pub fn request(&self, method: &str, headers: &[(&str, &str)], body: Option<&str>) -> HttpResp {
-        let mut s = self.open(method, headers, body);
+        self.request_at(method, "/mcp", headers, body)
+    }
+
+    /// [`Self::request`] at another path than `/mcp`.
+    pub fn request_at(
+        &self,
+        method: &str,
+        path: &str,
+        headers: &[(&str, &str)],
+        body: Option<&str>,
+    ) -> HttpResp {
+        let mut s = self.open_at(method, path, headers, body);
         let body = s.read_to_end();
         HttpResp {
             status: s.status,
