@@ -92,6 +92,14 @@ async fn the_origin_allowlist_replaces_the_localhost_default_and_host_is_checked
         .await
         .unwrap();
     assert_eq!(health.status(), 403);
+    let metadata = s
+        .client
+        .get(format!("{}/.well-known/oauth-protected-resource", s.base))
+        .header("origin", "https://evil.example")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(metadata.status(), 403, "the metadata route is guarded too");
 }
 
 #[tokio::test(flavor = "multi_thread")]

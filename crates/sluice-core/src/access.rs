@@ -17,6 +17,9 @@ use crate::config::{OAuthConfig, ScopeRequirement};
 /// Who a request comes from, once authenticated.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Principal {
+    /// The issuer that vouches for it (OAuth), so that the same `sub` from
+    /// two issuers is two principals.
+    pub issuer: Option<String>,
     /// The principal's name (a configured token's principal, a token's
     /// `sub`, `local` on stdio, `anonymous` on HTTP without auth).
     pub name: String,
@@ -66,8 +69,18 @@ impl Principal {
     /// A principal with no scopes.
     pub fn named(name: &str) -> Principal {
         Principal {
+            issuer: None,
             name: name.to_owned(),
             scopes: BTreeSet::new(),
+        }
+    }
+
+    /// Who this is, issuer included: what sessions and rate limits are
+    /// keyed by.
+    pub fn key(&self) -> String {
+        match &self.issuer {
+            Some(issuer) => format!("{issuer} {}", self.name),
+            None => self.name.clone(),
         }
     }
 
@@ -127,6 +140,7 @@ pub fn check_claims(
             claim: config.principal_claim.clone(),
         })?;
     Ok(Principal {
+        issuer: Some(issuer.to_owned()),
         name: name.to_owned(),
         scopes: scopes(claims),
     })
@@ -157,13 +171,17 @@ fn scopes(claims: &Value) -> BTreeSet<String> {
     }
 }
 
-/// The scopes a call to `tool` of `upstream` needs: those of every
-/// `[[auth.require]]` entry that names the upstream (and the tool, if it
-/// names one), without repeats, in config order.
-pub fn required_scopes(require: &[ScopeRequirement], upstream: &str, tool: &str) -> Vec<String> {
+/// The scopes a use of `upstream` needs: those of every `[[auth.require]]`
+/// entry that names the upstream and no tool, and, for a call of `tool`,
+/// those that name that tool; without repeats, in config order.
+pub fn required_scopes(
+    require: &[ScopeRequirement],
+    upstream: &str,
+    tool: Option<&str>,
+) -> Vec<String> {
     let mut out: Vec<String> = Vec::new();
     for r in require {
-        if r.upstream == upstream && r.tool.as_deref().is_none_or(|t| t == tool) {
+        if r.upstream == upstream && (r.tool.is_none() || r.tool.as_deref() == tool) {
             for s in &r.scopes {
                 if !out.contains(s) {
                     out.push(s.clone());
@@ -361,17 +379,24 @@ mod tests {
             req("web", Some("fetch"), &["web"]),
         ];
         assert_eq!(
-            required_scopes(&require, "fs", "write_file"),
+            required_scopes(&require, "fs", Some("write_file")),
             ["files:read", "files:write"]
         );
-        assert_eq!(required_scopes(&require, "fs", "read_file"), ["files:read"]);
-        assert!(required_scopes(&require, "web", "search").is_empty());
+        assert_eq!(
+            required_scopes(&require, "fs", Some("read_file")),
+            ["files:read"]
+        );
+        // A resource or prompt of fs: the upstream-wide scopes only.
+        assert_eq!(required_scopes(&require, "fs", None), ["files:read"]);
+        assert!(required_scopes(&require, "web", Some("search")).is_empty());
+        assert!(required_scopes(&require, "web", None).is_empty());
         let p = Principal {
+            issuer: None,
             name: "a".into(),
             scopes: ["files:read".to_owned()].into(),
         };
         assert_eq!(
-            p.missing(&required_scopes(&require, "fs", "write_file")),
+            p.missing(&required_scopes(&require, "fs", Some("write_file"))),
             ["files:write"]
         );
     }

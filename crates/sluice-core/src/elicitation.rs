@@ -45,20 +45,80 @@ pub const SENSITIVE_WORDS: &[&str] = &[
     "totp",
 ];
 
+/// Fragments that mark a text as asking for a secret wherever they appear
+/// in it, case and separators ignored (`newPassword`, `password1`,
+/// `api-token`, `AUTHTOKEN`): long and specific enough not to occur in
+/// ordinary words.
+const SENSITIVE_FRAGMENTS: &[&str] = &[
+    "password",
+    "passwd",
+    "passphrase",
+    "passcode",
+    "pwd",
+    "apikey",
+    "apitoken",
+    "authtoken",
+    "accesstoken",
+    "refreshtoken",
+    "bearertoken",
+    "secretkey",
+    "privatekey",
+    "clientsecret",
+    "cardnumber",
+    "creditcard",
+    "cvv",
+    "cvc",
+];
+
+/// Whether a name, title, description or message asks for a secret.
+pub fn looks_sensitive(text: &str) -> bool {
+    if names_secret(text, SENSITIVE_WORDS) {
+        return true;
+    }
+    let squashed: String = text
+        .chars()
+        .filter(|c| c.is_alphanumeric())
+        .flat_map(char::to_lowercase)
+        .collect();
+    SENSITIVE_FRAGMENTS.iter().any(|f| squashed.contains(f))
+}
+
 /// The names of the form fields of an `elicitation/create` request's params
-/// that look sensitive (empty: nothing sensitive, or no form).
+/// that look sensitive (empty: nothing sensitive, or no form). A field is
+/// judged by its name, title, description, format and the titles of its
+/// choices; when the request's `message` itself asks for a secret, every
+/// free-text field of the form is taken to be the answer it wants.
 pub fn sensitive_fields(params: &Value) -> Vec<String> {
     let properties = params
         .pointer("/requestedSchema/properties")
         .and_then(Value::as_object);
+    let message = params
+        .get("message")
+        .and_then(Value::as_str)
+        .unwrap_or_default();
+    let message_asks = looks_sensitive(message);
     let mut out = Vec::new();
     for (name, schema) in properties.into_iter().flatten() {
         let text = |key: &str| schema.get(key).and_then(Value::as_str).unwrap_or_default();
-        let looks_sensitive = [name.as_str(), text("title"), text("description")]
+        let choice_titles = ["oneOf", "anyOf", "enumNames"]
             .iter()
-            .any(|t| names_secret(t, SENSITIVE_WORDS))
-            || schema.get("format").and_then(Value::as_str) == Some("password");
-        if looks_sensitive {
+            .filter_map(|k| schema.get(*k).and_then(Value::as_array))
+            .flatten()
+            .filter_map(|c| {
+                c.get("title")
+                    .and_then(Value::as_str)
+                    .or_else(|| c.as_str())
+            });
+        let free_text = schema.get("type").and_then(Value::as_str) == Some("string")
+            && schema.get("enum").is_none()
+            && schema.get("oneOf").is_none();
+        let sensitive = [name.as_str(), text("title"), text("description")]
+            .into_iter()
+            .chain(choice_titles)
+            .any(looks_sensitive)
+            || text("format") == "password"
+            || (message_asks && free_text);
+        if sensitive {
             out.push(name.clone());
         }
     }
@@ -104,6 +164,41 @@ mod tests {
                 "y"
             ]
         );
+    }
+
+    #[test]
+    fn compounds_and_the_message_count_too() {
+        let p = form(json!({
+            "newpassword": {"type": "string"},
+            "password1": {"type": "string"},
+            "apitoken": {"type": "string"},
+            "x-auth-token": {"type": "string"},
+            "pwd": {"type": "string"},
+            "kind": {"type": "string", "oneOf": [{"const": "a", "title": "Use my passcode"}]},
+            "spinner": {"type": "string"},
+            "shipping": {"type": "string"}
+        }));
+        let mut got = sensitive_fields(&p);
+        got.sort();
+        assert_eq!(
+            got,
+            [
+                "apitoken",
+                "kind",
+                "newpassword",
+                "password1",
+                "pwd",
+                "x-auth-token"
+            ]
+        );
+        // The message asks; the form has one neutral field: it is the answer.
+        let asked = json!({"message": "Enter your GitHub password",
+            "requestedSchema": {"type": "object", "properties": {
+                "answer": {"type": "string"}, "remember": {"type": "boolean"}}}});
+        assert_eq!(sensitive_fields(&asked), ["answer"]);
+        let plain = json!({"message": "Which colour?",
+            "requestedSchema": {"type": "object", "properties": {"answer": {"type": "string"}}}});
+        assert!(sensitive_fields(&plain).is_empty());
     }
 
     #[test]

@@ -255,6 +255,8 @@ const BLOCKLIST: &[Rule] = &[
     v4(192, 168, 0, 0, 16, PRIVATE),
     v4(169, 254, 0, 0, 16, "link-local (cloud metadata)"),
     v4(100, 64, 0, 0, 10, "carrier-grade NAT"),
+    v4(192, 0, 0, 0, 24, "IETF protocol assignments"),
+    v4(198, 18, 0, 0, 15, "benchmarking"),
     v4(224, 0, 0, 0, 4, "multicast"),
     v4(255, 255, 255, 255, 32, "broadcast"),
     v4(240, 0, 0, 0, 4, "reserved"),
@@ -266,6 +268,18 @@ const BLOCKLIST: &[Rule] = &[
         "unique-local",
     ),
     v6(Ipv6Addr::new(0xfe80, 0, 0, 0, 0, 0, 0, 0), 10, "link-local"),
+    v6(
+        Ipv6Addr::new(0xfec0, 0, 0, 0, 0, 0, 0, 0),
+        10,
+        "site-local (deprecated)",
+    ),
+    // Local-use NAT64 (RFC 8215): a site's own translator, into its own
+    // network, whatever IPv4 address it carries.
+    v6(
+        Ipv6Addr::new(0x64, 0xff9b, 1, 0, 0, 0, 0, 0),
+        48,
+        "local-use NAT64",
+    ),
     v6(Ipv6Addr::new(0xff00, 0, 0, 0, 0, 0, 0, 0), 8, "multicast"),
 ];
 
@@ -525,6 +539,10 @@ mod tests {
             ("http://[febf::1]/", "link-local"),
             ("http://[ff02::1]/", "multicast"),
             ("http://[::127.0.0.1]/", "loopback"),
+            ("http://192.0.0.8/", "IETF protocol assignments"),
+            ("http://198.19.1.1/", "benchmarking"),
+            ("http://[fec0::1]/", "site-local (deprecated)"),
+            ("http://[64:ff9b:1::8.8.8.8]/", "local-use NAT64"),
             (
                 "http://[64:ff9b::a9fe:a9fe]/",
                 "link-local (cloud metadata)",
@@ -559,8 +577,7 @@ mod tests {
             "223.255.255.255",
             "fbff:ffff::1",
             "fe00::1",
-            "fec0::1",
-            "feff::1",
+            "fe7f::1",
             "::2:0:0:1",
         ] {
             assert_eq!(blocked_address(ip(addr)), None, "{addr}");

@@ -11,15 +11,23 @@
 //!   touched), by a key of a configured issuer's JWKS. `jsonwebtoken`
 //!   checks the signature; `sluice_core::access` checks the claims.
 //!
-//! An issuer's keys are fetched through the outbound guard (S-10), from its
-//! `jwks_url` or from the `jwks_uri` of its RFC 8414 / OIDC metadata (whose
-//! `issuer` must be the configured one exactly), kept for [`KEYS_TTL`], and
-//! fetched again for an unknown `kid` at most once per [`REFETCH_EVERY`]:
-//! a flood of made-up key ids cannot turn sluice into a load on the issuer.
+//! The token's (unverified) `iss` picks the one configured issuer whose
+//! keys may verify it; `iss` is checked again once verified. An issuer's
+//! keys are fetched through the outbound guard (S-10), over https unless
+//! the issuer has `allow_private`, from its `jwks_url` or from the
+//! `jwks_uri` of its RFC 8414 / OIDC metadata (whose `issuer` must be the
+//! configured one exactly). Requests read the keys without waiting: keys
+//! older than [`KEYS_TTL`] are refreshed in the background while still in
+//! use, keys older than [`KEYS_MAX_AGE`] are no longer trusted, and an
+//! unknown `kid` waits at most [`UNKNOWN_KID_WAIT`] for a fetch that runs
+//! at most once per [`REFETCH_EVERY`]: a flood of made-up key ids, or an
+//! issuer that does not answer, neither loads the issuer nor stalls the
+//! requests whose keys are known.
 //!
 //! The client's token stops here: nothing in this module or elsewhere
 //! forwards the `Authorization` header upstream (S-8).
 
+use std::sync::{Arc, PoisonError};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use hmac::{Hmac, KeyInit, Mac};
@@ -35,10 +43,16 @@ use crate::outbound;
 
 type HmacSha256 = Hmac<Sha256>;
 
-/// How long fetched keys are used before they are fetched again.
+/// How long fetched keys are used before they are fetched again (in the
+/// background: they stay in use meanwhile).
 pub const KEYS_TTL: Duration = Duration::from_secs(15 * 60);
+/// Keys not refreshed for this long (the issuer keeps failing) are no
+/// longer trusted: a key the issuer withdrew must stop working.
+pub const KEYS_MAX_AGE: Duration = Duration::from_secs(60 * 60);
 /// The least time between two fetches of one issuer's keys.
 pub const REFETCH_EVERY: Duration = Duration::from_secs(10);
+/// The most a request with an unknown `kid` waits for the keys.
+pub const UNKNOWN_KID_WAIT: Duration = Duration::from_secs(10);
 /// The most a metadata or JWKS fetch may take.
 const FETCH_TIMEOUT: Duration = Duration::from_secs(5);
 /// The largest metadata or JWKS document read.
@@ -58,22 +72,17 @@ enum Mode {
     OAuth {
         config: OAuthConfig,
         metadata_url: String,
-        issuers: Vec<IssuerKeys>,
+        issuers: Vec<Arc<IssuerKeys>>,
     },
 }
 
 /// One issuer and what is known of its keys.
 struct IssuerKeys {
     config: IssuerConfig,
-    state: tokio::sync::Mutex<KeyState>,
-}
-
-#[derive(Default)]
-struct KeyState {
-    keys: Option<JwkSet>,
-    /// When the keys were last fetched, or a fetch last failed.
-    attempted: Option<Instant>,
-    fetched: Option<Instant>,
+    /// The keys and when they were fetched: read without waiting.
+    keys: std::sync::RwLock<Option<(Arc<JwkSet>, Instant)>>,
+    /// Held by the one fetch in progress; holds when the last one started.
+    fetching: tokio::sync::Mutex<Option<Instant>>,
 }
 
 /// Why a request is not authenticated.
@@ -98,6 +107,7 @@ impl Auth {
                     .iter()
                     .filter_map(|t| {
                         let principal = Principal {
+                            issuer: None,
                             name: t.principal.clone(),
                             scopes: t.scopes.iter().cloned().collect(),
                         };
@@ -111,9 +121,12 @@ impl Auth {
                 issuers: oauth
                     .issuers
                     .iter()
-                    .map(|config| IssuerKeys {
-                        config: config.clone(),
-                        state: tokio::sync::Mutex::new(KeyState::default()),
+                    .map(|config| {
+                        Arc::new(IssuerKeys {
+                            config: config.clone(),
+                            keys: std::sync::RwLock::new(None),
+                            fetching: tokio::sync::Mutex::new(None),
+                        })
                     })
                     .collect(),
                 config: oauth.clone(),
@@ -234,12 +247,11 @@ fn tag(key: &[u8; 32], token: &str) -> Vec<u8> {
     keyed(key, token).finalize().into_bytes().to_vec()
 }
 
-/// Verifies a JWT against the configured issuers' keys and checks its
-/// claims.
+/// Verifies a JWT against its issuer's keys and checks its claims.
 async fn verify_jwt(
     token: &str,
     config: &OAuthConfig,
-    issuers: &[IssuerKeys],
+    issuers: &[Arc<IssuerKeys>],
 ) -> Result<Principal, Refusal> {
     let header = jsonwebtoken::decode_header(token)
         .map_err(|_| Refusal::Invalid("the token is not a well-formed JWT".into()))?;
@@ -249,6 +261,18 @@ async fn verify_jwt(
             header.alg
         )));
     }
+    // The claimed issuer only chooses whose keys to try; nothing is
+    // believed before the signature verifies (and `iss` is checked again).
+    let claimed: Value = jsonwebtoken::dangerous::insecure_decode_claims(token)
+        .map_err(|_| Refusal::Invalid("the token is not a well-formed JWT".into()))?;
+    let iss = claimed
+        .get("iss")
+        .and_then(Value::as_str)
+        .unwrap_or_default();
+    let issuer = issuers
+        .iter()
+        .find(|i| i.config.issuer == iss)
+        .ok_or_else(|| Refusal::Invalid("the token's issuer is not a configured issuer".into()))?;
     // Signature only: the claims are checked by `access::check_claims`,
     // which reads numbers the way the rest of sluice does.
     let mut validation = Validation::new(header.alg);
@@ -256,26 +280,18 @@ async fn verify_jwt(
     validation.validate_nbf = false;
     validation.validate_aud = false;
     validation.required_spec_claims.clear();
-    let mut last = None;
-    for issuer in issuers {
-        for jwk in issuer.keys_for(header.kid.as_deref(), header.alg).await {
-            let Ok(key) = DecodingKey::from_jwk(&jwk) else {
-                continue;
-            };
-            let Ok(data) = jsonwebtoken::decode::<Value>(token, &key, &validation) else {
-                continue;
-            };
-            match access::check_claims(&data.claims, &issuer.config.issuer, config, unix_now()) {
-                Ok(principal) => return Ok(principal),
-                // A token whose signature is good for one issuer may still
-                // name another; remember why, try the next.
-                Err(e) => last = Some(e.to_string()),
-            }
+    for jwk in issuer.keys_for(header.kid.as_deref(), header.alg).await {
+        let Ok(key) = DecodingKey::from_jwk(&jwk) else {
+            continue;
+        };
+        if let Ok(data) = jsonwebtoken::decode::<Value>(token, &key, &validation) {
+            return access::check_claims(&data.claims, &issuer.config.issuer, config, unix_now())
+                .map_err(|e| Refusal::Invalid(e.to_string()));
         }
     }
-    Err(Refusal::Invalid(last.unwrap_or_else(|| {
-        "no configured issuer's key verifies the token's signature".into()
-    })))
+    Err(Refusal::Invalid(
+        "no key of the token's issuer verifies its signature".into(),
+    ))
 }
 
 fn unix_now() -> u64 {
@@ -286,53 +302,72 @@ fn unix_now() -> u64 {
 
 impl IssuerKeys {
     /// The issuer's keys that may have signed a token with this `kid` and
-    /// `alg`, fetching the set when it is missing, old, or lacks the kid.
-    async fn keys_for(&self, kid: Option<&str>, alg: Algorithm) -> Vec<Jwk> {
-        let mut state = self.state.lock().await;
-        let stale = state.fetched.is_none_or(|t| t.elapsed() >= KEYS_TTL);
-        let known = |state: &KeyState| {
-            state
-                .keys
-                .as_ref()
-                .is_some_and(|set| kid.is_none_or(|k| set.find(k).is_some()))
-        };
-        let may_fetch = state.attempted.is_none_or(|t| t.elapsed() >= REFETCH_EVERY);
-        if (stale || !known(&state)) && may_fetch {
-            state.attempted = Some(Instant::now());
-            match self.fetch_keys().await {
-                Ok(set) => {
-                    state.keys = Some(set);
-                    state.fetched = Some(Instant::now());
+    /// `alg`. Known keys are answered at once (old ones refreshed in the
+    /// background); an unknown `kid` waits, boundedly, for a fetch.
+    async fn keys_for(self: &Arc<Self>, kid: Option<&str>, alg: Algorithm) -> Vec<Jwk> {
+        let usable = self.usable();
+        let known = usable
+            .as_ref()
+            .is_some_and(|(set, _)| kid.is_none_or(|k| set.find(k).is_some()));
+        match usable {
+            Some((set, fetched)) if known => {
+                if fetched.elapsed() >= KEYS_TTL {
+                    let this = Arc::clone(self);
+                    tokio::spawn(async move { this.fetch(false).await });
                 }
-                Err(e) => tracing::warn!(
-                    issuer = %self.config.issuer,
-                    "cannot fetch the issuer's signing keys: {e}"
-                ),
+                matching(&set, kid, alg)
+            }
+            _ => {
+                let _ = tokio::time::timeout(UNKNOWN_KID_WAIT, self.fetch(true)).await;
+                self.usable()
+                    .map(|(set, _)| matching(&set, kid, alg))
+                    .unwrap_or_default()
             }
         }
-        let Some(set) = &state.keys else {
-            return Vec::new();
+    }
+
+    /// The keys, unless they are older than [`KEYS_MAX_AGE`].
+    fn usable(&self) -> Option<(Arc<JwkSet>, Instant)> {
+        let keys = self.keys.read().unwrap_or_else(PoisonError::into_inner);
+        keys.as_ref()
+            .filter(|(_, fetched)| fetched.elapsed() < KEYS_MAX_AGE)
+            .map(|(set, fetched)| (Arc::clone(set), *fetched))
+    }
+
+    /// Fetches the keys unless a fetch started less than [`REFETCH_EVERY`]
+    /// ago. `wait`: queue behind a fetch in progress (then find it recent);
+    /// otherwise leave it to that fetch.
+    async fn fetch(&self, wait: bool) {
+        let mut last = if wait {
+            self.fetching.lock().await
+        } else {
+            match self.fetching.try_lock() {
+                Ok(guard) => guard,
+                Err(_) => return,
+            }
         };
-        set.keys
-            .iter()
-            .filter(|k| kid.is_none_or(|kid| k.common.key_id.as_deref() == Some(kid)))
-            .filter(|k| !matches!(k.common.public_key_use, Some(PublicKeyUse::Encryption)))
-            .filter(|k| {
-                k.common
-                    .key_algorithm
-                    .is_none_or(|a| a.to_string() == format!("{alg:?}"))
-            })
-            .cloned()
-            .collect()
+        if last.is_some_and(|t| t.elapsed() < REFETCH_EVERY) {
+            return;
+        }
+        *last = Some(Instant::now());
+        match self.fetch_keys().await {
+            Ok(set) => {
+                *self.keys.write().unwrap_or_else(PoisonError::into_inner) =
+                    Some((Arc::new(set), Instant::now()));
+            }
+            Err(e) => tracing::warn!(
+                issuer = %self.config.issuer,
+                "cannot fetch the issuer's signing keys: {e}"
+            ),
+        }
     }
 
     async fn fetch_keys(&self) -> Result<JwkSet, String> {
-        let private = self.config.allow_private;
         let jwks_url = match &self.config.jwks_url {
             Some(url) => url.clone(),
             None => self.discover_jwks_url().await?,
         };
-        let doc = fetch_json(&jwks_url, private).await?;
+        let doc = self.fetch_json(&jwks_url).await?;
         serde_json::from_value(doc).map_err(|e| format!("{jwks_url} is not a JWK set: {e}"))
     }
 
@@ -348,7 +383,7 @@ impl IssuerKeys {
         ];
         let mut errors = Vec::new();
         for url in candidates {
-            match fetch_json(&url, self.config.allow_private).await {
+            match self.fetch_json(&url).await {
                 Ok(meta) => {
                     if meta.get("issuer").and_then(Value::as_str) != Some(issuer.as_str()) {
                         return Err(format!(
@@ -369,6 +404,32 @@ impl IssuerKeys {
             errors.join("; ")
         ))
     }
+
+    /// Key material must not travel in the clear: https, unless the issuer
+    /// is a private one the operator allowed.
+    async fn fetch_json(&self, url: &str) -> Result<Value, String> {
+        if !self.config.allow_private && !url.starts_with("https://") {
+            return Err(format!(
+                "{url} is not https (set allow_private = true only for a private issuer)"
+            ));
+        }
+        fetch_json(url, self.config.allow_private).await
+    }
+}
+
+/// The keys of `set` that may verify a token with this `kid` and `alg`.
+fn matching(set: &JwkSet, kid: Option<&str>, alg: Algorithm) -> Vec<Jwk> {
+    set.keys
+        .iter()
+        .filter(|k| kid.is_none_or(|kid| k.common.key_id.as_deref() == Some(kid)))
+        .filter(|k| !matches!(k.common.public_key_use, Some(PublicKeyUse::Encryption)))
+        .filter(|k| {
+            k.common
+                .key_algorithm
+                .is_none_or(|a| a.to_string() == format!("{alg:?}"))
+        })
+        .cloned()
+        .collect()
 }
 
 /// `https://host:port` and the path (without a trailing slash).

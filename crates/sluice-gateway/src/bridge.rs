@@ -51,6 +51,8 @@ struct AbortOnDrop(JoinHandle<()>);
 
 struct Parked {
     flight: Flight,
+    /// Who asked: only the same principal may answer (its `key`).
+    principal: String,
     /// Answers owed to the upstream, by `inputRequests` key.
     replies: Vec<(String, oneshot::Sender<Result<Value, RpcError>>)>,
     expires: Instant,
@@ -133,6 +135,7 @@ impl Bridge {
     /// result for the client.
     pub(crate) fn park(
         &self,
+        ctx: &RequestCtx,
         method: &str,
         params: &Value,
         flight: Flight,
@@ -160,6 +163,7 @@ impl Bridge {
             handle,
             Parked {
                 flight,
+                principal: ctx.principal.key(),
                 replies,
                 expires: now + self.ttl,
             },
@@ -169,7 +173,12 @@ impl Bridge {
 
     /// Opens a retry's state, gives the upstream the client's answers, and
     /// returns the flight to drive on.
-    pub(crate) fn resume(&self, method: &str, params: &Value) -> Result<Flight, RpcError> {
+    pub(crate) fn resume(
+        &self,
+        ctx: &RequestCtx,
+        method: &str,
+        params: &Value,
+    ) -> Result<Flight, RpcError> {
         let token = params
             .get("requestState")
             .and_then(Value::as_str)
@@ -182,7 +191,16 @@ impl Bridge {
             let mut parked = self.lock();
             let now = Instant::now();
             parked.retain(|_, p| p.expires > now);
-            parked.remove(&call.handle)
+            // Another principal's state is no key to the call (its owner
+            // may still answer it).
+            let owned = parked
+                .get(&call.handle)
+                .is_some_and(|p| p.principal == ctx.principal.key());
+            if owned {
+                parked.remove(&call.handle)
+            } else {
+                None
+            }
         };
         let parked = parked.ok_or_else(|| {
             RpcError::invalid_params(

@@ -17,6 +17,7 @@
 //! Errors the upstream itself returns are passed through unchanged (apart
 //! from the era translation of `-32002`, see `sluice_core::protocol`).
 
+use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
 use serde_json::json;
@@ -44,6 +45,33 @@ pub const DRIFT_BLOCKED: i64 = -32010;
 pub const RATE_LIMITED: i64 = -32011;
 /// A tool call whose principal lacks a scope the call needs (S-20).
 pub const INSUFFICIENT_SCOPE: i64 = -32012;
+
+/// sluice's own refusal of a request, recorded where the transport can
+/// see it: an HTTP answer gets its status (429, 403) from this, never from
+/// an error code an upstream could send.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Refused {
+    /// Over the rate limit; the next call passes after this long.
+    RateLimited(Duration),
+    /// The caller lacks these scopes.
+    InsufficientScope(Vec<String>),
+}
+
+/// Where a request's handling records sluice's refusal of it.
+#[derive(Debug, Clone, Default)]
+pub struct RefusalSlot(Arc<OnceLock<Refused>>);
+
+impl RefusalSlot {
+    /// Records the refusal (the first one stands).
+    pub fn set(&self, refused: Refused) {
+        let _ = self.0.set(refused);
+    }
+
+    /// The refusal, if the request was refused by sluice.
+    pub fn get(&self) -> Option<&Refused> {
+        self.0.get()
+    }
+}
 
 /// The error for a call over the rate limit: `data.retryAfterMs` says
 /// when the next call would pass.

@@ -27,8 +27,7 @@ use sluice_core::outbound::Url;
 use sluice_core::progressive;
 
 use crate::gateway::{ClientEvent, Gateway};
-use crate::rescue;
-use crate::rescue::UpstreamError;
+use crate::rescue::{self, Refused, UpstreamError};
 use crate::upstream::{self, Related, Upstream};
 
 /// Caching hints on what sluice serves from its own catalog: the catalog is
@@ -256,7 +255,13 @@ impl Gateway {
             .and_then(Value::as_str)
             .unwrap_or_default();
         if kind == ListKind::Tools {
-            self.admit_call(ctx, &route.upstream, &route.name, exposed)?;
+            // A retry that answers a round sluice itself parked is the same
+            // call, counted once; any other retry cannot be told from a
+            // new call and is counted again.
+            let resumed = self.bridge.is_resumption(ctx, method, &client_params);
+            self.admit_call(ctx, &route.upstream, &route.name, exposed, !resumed)?;
+        } else {
+            self.admit_upstream(ctx, &route.upstream)?;
         }
         let boundary = match kind {
             ListKind::Tools => self.tool_boundary(upstream, exposed, &route.name),
@@ -267,34 +272,59 @@ impl Gateway {
     }
 
     /// A tool call's admission: the scopes `[[auth.require]]` asks for
-    /// (S-20), then the rate limit (S-24), counted only for calls that are
-    /// allowed at all.
+    /// (S-20), then, when `count`, the rate limit (S-24), counted only for
+    /// calls that are allowed at all.
     fn admit_call(
         &self,
         ctx: &RequestCtx,
         upstream: &str,
         tool: &str,
         exposed: &str,
+        count: bool,
     ) -> Result<(), RpcError> {
-        if ctx.scoped {
-            let required = access::required_scopes(&self.config.auth.require, upstream, tool);
-            if !ctx.principal.missing(&required).is_empty() {
-                tracing::info!(
-                    principal = %ctx.principal.name,
-                    tool = exposed,
-                    request = %ctx.request_id,
-                    "refused: insufficient scope (needs {})",
-                    required.join(" ")
-                );
-                return Err(rescue::insufficient_scope(exposed, &required));
-            }
+        self.check_scopes(ctx, upstream, Some(tool), exposed)?;
+        if !count {
+            return Ok(());
         }
         self.rate_limits
-            .check(&ctx.principal.name, upstream, tool, exposed)
+            .check(&ctx.principal.key(), upstream, tool, exposed)
             .map_err(|wait| {
                 tracing::debug!(principal = %ctx.principal.name, tool = exposed, "rate limited");
+                ctx.refusal.set(Refused::RateLimited(wait));
                 rescue::rate_limited(exposed, wait)
             })
+    }
+
+    /// A prompt, resource or completion request's admission: the scopes
+    /// `[[auth.require]]` asks for every use of `upstream`.
+    fn admit_upstream(&self, ctx: &RequestCtx, upstream: &str) -> Result<(), RpcError> {
+        self.check_scopes(ctx, upstream, None, upstream)
+    }
+
+    fn check_scopes(
+        &self,
+        ctx: &RequestCtx,
+        upstream: &str,
+        tool: Option<&str>,
+        what: &str,
+    ) -> Result<(), RpcError> {
+        if !ctx.scoped {
+            return Ok(());
+        }
+        let required = access::required_scopes(&self.config.auth.require, upstream, tool);
+        if ctx.principal.missing(&required).is_empty() {
+            return Ok(());
+        }
+        tracing::info!(
+            principal = %ctx.principal.name,
+            target = what,
+            request = %ctx.request_id,
+            "refused: insufficient scope (needs {})",
+            required.join(" ")
+        );
+        ctx.refusal
+            .set(Refused::InsufficientScope(required.clone()));
+        Err(rescue::insufficient_scope(what, &required))
     }
 
     /// What a client's answer from `upstream` goes through: redaction
@@ -345,6 +375,7 @@ impl Gateway {
             ));
         }
         let upstream = self.resource_owner(uri)?;
+        self.admit_upstream(ctx, upstream.name())?;
         let boundary = self.boundary(upstream, Surface::Resource, true);
         self.forward(
             ctx,
@@ -387,6 +418,7 @@ impl Gateway {
             return Ok(json!({}));
         }
         let upstream = self.resource_owner(&uri)?;
+        self.admit_upstream(ctx, upstream.name())?;
         let name = upstream.name();
         let lock = self.hub.subscription_lock(name, &uri);
         let _ordered = lock.lock().await;
@@ -549,6 +581,7 @@ impl Gateway {
                 ));
             }
         };
+        self.admit_upstream(ctx, upstream.name())?;
         let boundary = self.boundary(upstream, Surface::Prompt, false);
         self.forward(
             ctx,
@@ -709,7 +742,7 @@ impl Gateway {
         }
         for _ in 0..MAX_INPUT_ROUNDS {
             let flight = match &conn {
-                None => self.bridge.resume(method, client_params)?,
+                None => self.bridge.resume(ctx, method, client_params)?,
                 Some(conn) => Flight::start(
                     Arc::clone(conn),
                     method,
@@ -928,7 +961,7 @@ impl Gateway {
                             other => self.relay(ctx, other, token.as_ref()).await,
                         }
                     }
-                    let asking = self.bridge.park(call, params, flight, questions);
+                    let asking = self.bridge.park(ctx, call, params, flight, questions);
                     return self.bounded(boundary, Ok(asking));
                 }
                 outcome = &mut flight.done => {
@@ -1005,6 +1038,12 @@ impl Gateway {
                 mut params,
                 reply,
             } => {
+                // Every question an upstream asks passes here or through
+                // `drive`'s park: both refuse a form that asks for a secret.
+                if self.is_sensitive_elicitation(&method, &params) {
+                    let _ = reply.send(Err(sensitive_elicitation_refused()));
+                    return;
+                }
                 // What an upstream asks a client (a sampling prompt, an
                 // elicitation message) is upstream text too.
                 self.hub.redactor.redact(&mut params);

@@ -460,26 +460,41 @@ fn validate_oauth(raw: &RawAuth, diags: &mut Diagnostics<'_>) -> Option<OAuthCon
     let mut issuers = Vec::new();
     for (i, is) in raw.issuer.iter().enumerate() {
         let key = format!("auth.issuer[{i}]");
+        let allow_private = is.allow_private.unwrap_or(false);
+        // Keys fetched in the clear can be swapped on the way.
+        let https_unless_private = |url: &str| url.starts_with("https://") || allow_private;
         if http_url(is.issuer.get_ref()).is_none() {
             diags.push(
                 Some(is.issuer.span()),
                 &format!("{key}.issuer"),
                 format!("{:?}: must be an http(s) URL", is.issuer.get_ref()),
             );
+        } else if !https_unless_private(is.issuer.get_ref()) {
+            diags.push(
+                Some(is.issuer.span()),
+                &format!("{key}.issuer"),
+                format!(
+                    "{:?}: an issuer's keys must come over https (http only with allow_private = true, for a private issuer)",
+                    is.issuer.get_ref()
+                ),
+            );
         }
         if let Some(j) = &is.jwks_url
-            && http_url(j.get_ref()).is_none()
+            && (http_url(j.get_ref()).is_none() || !https_unless_private(j.get_ref()))
         {
             diags.push(
                 Some(j.span()),
                 &format!("{key}.jwks_url"),
-                format!("{:?}: must be an http(s) URL", j.get_ref()),
+                format!(
+                    "{:?}: must be an https URL (http only with allow_private = true)",
+                    j.get_ref()
+                ),
             );
         }
         issuers.push(IssuerConfig {
             issuer: is.issuer.get_ref().clone(),
             jwks_url: is.jwks_url.as_ref().map(|j| j.get_ref().clone()),
-            allow_private: is.allow_private.unwrap_or(false),
+            allow_private,
         });
     }
     let scopes_supported = scope_list(
@@ -875,6 +890,27 @@ mod tests {
         ] {
             assert!(joined.contains(want), "missing {want:?} in\n{joined}");
         }
+    }
+
+    #[test]
+    fn issuer_keys_come_over_https_unless_private() {
+        let base = "[auth]\nmode = \"oauth\"\nresource = \"https://mcp.example.com/mcp\"\n[[auth.issuer]]\n";
+        let e = errors(&format!(
+            "{base}issuer = \"http://auth.example.com\"\njwks_url = \"http://auth.example.com/jwks\"\n"
+        ));
+        assert!(e[0].contains("auth.issuer[0].issuer: \"http://auth.example.com\": an issuer's keys must come over https"), "{e:?}");
+        assert!(
+            e[1].contains(
+                "auth.issuer[0].jwks_url: \"http://auth.example.com/jwks\": must be an https URL"
+            ),
+            "{e:?}"
+        );
+        assert!(
+            parse(&format!(
+                "{base}issuer = \"http://127.0.0.1:9000\"\nallow_private = true\n"
+            ))
+            .is_ok()
+        );
     }
 
     #[test]

@@ -24,10 +24,12 @@ use std::net::SocketAddr;
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::Duration;
 
+use axum::Extension;
 use axum::Router;
 use axum::body::{Body, Bytes};
-use axum::extract::{DefaultBodyLimit, State};
+use axum::extract::{DefaultBodyLimit, Request, State};
 use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
+use axum::middleware::{self, Next};
 use axum::response::sse::{Event, KeepAlive, Sse};
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
@@ -45,10 +47,10 @@ use tokio_util::sync::CancellationToken;
 
 use super::stdio::envelope_message;
 use super::{ClientLink, ClientSession, RequestCtx};
-use crate::auth::Refusal as Refusal401;
+use crate::auth::{Auth, Refusal as Refusal401};
 use crate::gateway::Gateway;
 use crate::pending::Pending;
-use crate::rescue;
+use crate::rescue::Refused;
 
 /// How often an SSE stream with nothing to say sends a comment, which also
 /// tells sluice when the client is gone.
@@ -77,7 +79,17 @@ pub async fn serve(gateway: Arc<Gateway>, listener: TcpListener) -> std::io::Res
     });
     tokio::spawn(expire_sessions(Arc::clone(&state)));
     let app = Router::new()
-        .route(MCP_PATH, get(get_mcp).post(post_mcp).delete(delete_mcp))
+        .route(
+            MCP_PATH,
+            get(get_mcp)
+                .post(post_mcp)
+                .delete(delete_mcp)
+                // Admission runs before any handler reads the body.
+                .route_layer(middleware::from_fn_with_state(
+                    Arc::clone(&state),
+                    admission,
+                )),
+        )
         .route("/health", get(health))
         .route(RESOURCE_METADATA_PATH, get(resource_metadata))
         .route(
@@ -123,7 +135,7 @@ impl HttpState {
         match self.lock_sessions().get(id) {
             // Someone else's session is answered as an unknown one: its id
             // is no key to it (S-18).
-            Some(session) if session.principal.name == principal.name => {
+            Some(session) if session.principal.key() == principal.key() => {
                 Ok(Some(Arc::clone(session)))
             }
             _ => Err(Refusal(
@@ -174,15 +186,34 @@ async fn health(State(state): State<Arc<HttpState>>, headers: HeaderMap) -> Resp
 }
 
 /// RFC 9728 protected resource metadata (OAuth mode; 404 otherwise).
-async fn resource_metadata(State(state): State<Arc<HttpState>>) -> Response {
+async fn resource_metadata(State(state): State<Arc<HttpState>>, headers: HeaderMap) -> Response {
+    if let Err(refused) = check_transport(&state, &headers) {
+        return refused.into_response();
+    }
     match state.gateway.auth.resource_metadata() {
         Some(doc) => json_response(StatusCode::OK, &doc, None),
         None => StatusCode::NOT_FOUND.into_response(),
     }
 }
 
-/// The guards every `/mcp` request passes before it is read: headers,
-/// origin, then who is calling.
+/// The layer in front of `/mcp`: [`admit`], then the handler with the
+/// principal in the request's extensions.
+async fn admission(
+    State(state): State<Arc<HttpState>>,
+    mut request: Request,
+    next: Next,
+) -> Response {
+    match admit(&state, request.headers()).await {
+        Ok(principal) => {
+            request.extensions_mut().insert(principal);
+            next.run(request).await
+        }
+        Err(refused) => refused,
+    }
+}
+
+/// The guards every `/mcp` request passes before its body is read:
+/// headers, origin, then who is calling.
 async fn admit(state: &HttpState, headers: &HeaderMap) -> Result<Arc<Principal>, Response> {
     check_transport(state, headers).map_err(IntoResponse::into_response)?;
     let authorization = headers
@@ -248,13 +279,10 @@ fn check_transport(state: &HttpState, headers: &HeaderMap) -> Result<(), Refusal
 
 async fn post_mcp(
     State(state): State<Arc<HttpState>>,
+    Extension(principal): Extension<Arc<Principal>>,
     headers: HeaderMap,
     body: Bytes,
 ) -> Response {
-    let principal = match admit(&state, &headers).await {
-        Ok(principal) => principal,
-        Err(refused) => return refused,
-    };
     let message = match Message::parse(&body) {
         None => {
             let e = RpcError::new(jsonrpc::PARSE_ERROR, "Parse error");
@@ -363,6 +391,7 @@ async fn modern_request(state: Arc<HttpState>, headers: &HeaderMap, request: Inc
         session: None,
         scoped: state.gateway.auth.is_on(),
         principal,
+        refusal: Default::default(),
     };
     respond(
         Arc::clone(&state.gateway),
@@ -441,6 +470,7 @@ async fn legacy_request(state: Arc<HttpState>, headers: &HeaderMap, request: Inc
         session: Some(Arc::clone(&session)),
         scoped: state.gateway.auth.is_on(),
         principal,
+        refusal: Default::default(),
     };
     let answers = Some(Arc::clone(&session.answers));
     respond(
@@ -487,6 +517,7 @@ async fn respond(
     let (tx, mut rx) = mpsc::channel::<Value>(256);
     ctx.link = Some(ClientLink::new(tx.clone(), answers));
     let era = ctx.era;
+    let refusal = ctx.refusal.clone();
     let task_gateway = Arc::clone(&gateway);
     tokio::spawn(async move {
         let gateway = task_gateway;
@@ -511,7 +542,9 @@ async fn respond(
     match rx.recv().await {
         // Cancelled before anything was said: no answer is due.
         None => StatusCode::ACCEPTED.into_response(),
-        Some(first) if first.get("method").is_none() => answer_response(&gateway, era, &first),
+        Some(first) if first.get("method").is_none() => {
+            answer_response(&gateway.auth, era, &first, refusal.get())
+        }
         Some(first) => {
             let rest = stream::unfold(rx, |mut rx| async move { rx.recv().await.map(|m| (m, rx)) });
             sse_response(stream::once(async move { first }).chain(rest))
@@ -519,41 +552,34 @@ async fn respond(
     }
 }
 
-/// A plain JSON answer, with the HTTP status its error calls for.
-fn answer_response(gateway: &Gateway, era: Era, answer: &Value) -> Response {
-    let error = answer.get("error");
-    let status = match error.and_then(|e| e.get("code")).and_then(Value::as_i64) {
-        Some(jsonrpc::METHOD_NOT_FOUND) if era == Era::Modern => StatusCode::NOT_FOUND,
-        Some(jsonrpc::MISSING_CLIENT_CAPABILITY) if era == Era::Modern => StatusCode::BAD_REQUEST,
-        Some(rescue::RATE_LIMITED) => StatusCode::TOO_MANY_REQUESTS,
-        Some(rescue::INSUFFICIENT_SCOPE) => StatusCode::FORBIDDEN,
-        _ => StatusCode::OK,
-    };
-    let mut response = json_response(status, answer, None);
-    let data = error.and_then(|e| e.get("data"));
-    let extra = match status {
-        StatusCode::TOO_MANY_REQUESTS => {
-            let ms = data
-                .and_then(|d| d.get("retryAfterMs"))
-                .and_then(Value::as_u64)
-                .unwrap_or(1000);
-            Some((header::RETRY_AFTER, ms.div_ceil(1000).to_string()))
+/// A plain JSON answer, with the HTTP status its error calls for: sluice's
+/// own refusals (never an upstream's error code) give 429 and 403.
+fn answer_response(auth: &Auth, era: Era, answer: &Value, refused: Option<&Refused>) -> Response {
+    let code = answer.pointer("/error/code").and_then(Value::as_i64);
+    let (status, extra) = match (refused, code) {
+        (Some(Refused::RateLimited(wait)), _) => {
+            let secs = wait.as_secs() + u64::from(wait.subsec_nanos() > 0);
+            (
+                StatusCode::TOO_MANY_REQUESTS,
+                Some((header::RETRY_AFTER, secs.max(1).to_string())),
+            )
         }
-        StatusCode::FORBIDDEN => {
-            let scopes: Vec<String> = data
-                .and_then(|d| d.get("requiredScopes"))
-                .and_then(Value::as_array)
-                .into_iter()
-                .flatten()
-                .filter_map(|s| s.as_str().map(str::to_owned))
-                .collect();
+        (Some(Refused::InsufficientScope(scopes)), _) => (
+            StatusCode::FORBIDDEN,
             Some((
                 header::WWW_AUTHENTICATE,
-                gateway.auth.challenge(&Refusal401::Insufficient(scopes)),
-            ))
+                auth.challenge(&Refusal401::Insufficient(scopes.clone())),
+            )),
+        ),
+        (None, Some(jsonrpc::METHOD_NOT_FOUND)) if era == Era::Modern => {
+            (StatusCode::NOT_FOUND, None)
         }
-        _ => None,
+        (None, Some(jsonrpc::MISSING_CLIENT_CAPABILITY)) if era == Era::Modern => {
+            (StatusCode::BAD_REQUEST, None)
+        }
+        _ => (StatusCode::OK, None),
     };
+    let mut response = json_response(status, answer, None);
     if let Some((name, value)) = extra
         && let Ok(value) = HeaderValue::try_from(value)
     {
@@ -562,11 +588,11 @@ fn answer_response(gateway: &Gateway, era: Era, answer: &Value) -> Response {
     response
 }
 
-async fn get_mcp(State(state): State<Arc<HttpState>>, headers: HeaderMap) -> Response {
-    let principal = match admit(&state, &headers).await {
-        Ok(principal) => principal,
-        Err(refused) => return refused,
-    };
+async fn get_mcp(
+    State(state): State<Arc<HttpState>>,
+    Extension(principal): Extension<Arc<Principal>>,
+    headers: HeaderMap,
+) -> Response {
     match state.session(&headers, &principal) {
         Ok(Some(session)) => {
             session.touch();
@@ -584,11 +610,11 @@ async fn get_mcp(State(state): State<Arc<HttpState>>, headers: HeaderMap) -> Res
     }
 }
 
-async fn delete_mcp(State(state): State<Arc<HttpState>>, headers: HeaderMap) -> Response {
-    let principal = match admit(&state, &headers).await {
-        Ok(principal) => principal,
-        Err(refused) => return refused,
-    };
+async fn delete_mcp(
+    State(state): State<Arc<HttpState>>,
+    Extension(principal): Extension<Arc<Principal>>,
+    headers: HeaderMap,
+) -> Response {
     let Some(id) = headers.get("mcp-session-id").and_then(|v| v.to_str().ok()) else {
         return StatusCode::METHOD_NOT_ALLOWED.into_response();
     };
@@ -596,7 +622,7 @@ async fn delete_mcp(State(state): State<Arc<HttpState>>, headers: HeaderMap) -> 
         let mut sessions = state.lock_sessions();
         let owned = sessions
             .get(id)
-            .is_some_and(|s| s.principal.name == principal.name);
+            .is_some_and(|s| s.principal.key() == principal.key());
         if owned { sessions.remove(id) } else { None }
     };
     match session {
@@ -623,9 +649,11 @@ fn check_origin(
         );
         Refusal(StatusCode::FORBIDDEN, e)
     };
-    if let Some(origin) = headers.get(header::ORIGIN) {
+    let mut origins = headers.get_all(header::ORIGIN).iter();
+    if let Some(origin) = origins.next() {
         let origin = origin.to_str().unwrap_or_default();
-        if !allowed.iter().any(|a| a.admits(origin)) {
+        // A browser sends one; two leave it unclear which one counts.
+        if origins.next().is_some() || !allowed.iter().any(|a| a.admits(origin)) {
             return Err(forbidden("this Origin"));
         }
     }
@@ -844,6 +872,43 @@ mod tests {
         assert!(!with("http://app.example.com"));
         assert!(with("http://localhost:5173"));
         assert!(!with("http://127.0.0.1:5173"));
+    }
+
+    #[test]
+    fn only_sluices_own_refusals_set_429_and_403() {
+        let auth = Auth::new(&sluice_core::config::AuthConfig::default());
+        // An upstream's error that happens to use sluice's codes is
+        // relayed as it is, with 200: its data chooses no challenge.
+        for code in [-32011, -32012] {
+            let answer = json!({"jsonrpc": "2.0", "id": 1, "error": {"code": code, "message": "x",
+                "data": {"requiredScopes": ["admin:all"], "retryAfterMs": 5}}});
+            let r = answer_response(&auth, Era::Modern, &answer, None);
+            assert_eq!(r.status(), StatusCode::OK);
+            assert!(r.headers().get(header::WWW_AUTHENTICATE).is_none());
+            assert!(r.headers().get(header::RETRY_AFTER).is_none());
+        }
+        let answer = json!({"jsonrpc": "2.0", "id": 1, "error": {"code": -32011, "message": "x"}});
+        let limited = Refused::RateLimited(Duration::from_millis(1500));
+        let r = answer_response(&auth, Era::Legacy, &answer, Some(&limited));
+        assert_eq!(r.status(), StatusCode::TOO_MANY_REQUESTS);
+        assert_eq!(r.headers()[header::RETRY_AFTER], "2");
+        let scoped = Refused::InsufficientScope(vec!["files:write".into()]);
+        let r = answer_response(&auth, Era::Modern, &answer, Some(&scoped));
+        assert_eq!(r.status(), StatusCode::FORBIDDEN);
+        assert_eq!(
+            r.headers()[header::WWW_AUTHENTICATE],
+            "Bearer realm=\"mcp\", error=\"insufficient_scope\", error_description=\"the token lacks a scope this operation needs\", scope=\"files:write\""
+        );
+    }
+
+    #[test]
+    fn two_origins_are_refused() {
+        let local = sluice_core::config::ServerConfig::default().allowed_origins;
+        let mut h = headers(&[("host", "127.0.0.1")]);
+        h.append("origin", HeaderValue::from_static("http://localhost:1"));
+        assert!(check_origin(&h, true, &local).is_ok());
+        h.append("origin", HeaderValue::from_static("http://localhost:2"));
+        assert!(check_origin(&h, true, &local).is_err());
     }
 
     #[test]

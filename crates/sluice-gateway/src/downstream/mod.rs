@@ -23,6 +23,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::gateway::ClientEvent;
 use crate::pending::Pending;
+use crate::rescue::RefusalSlot;
 
 /// One client request, as the router sees it.
 pub struct RequestCtx {
@@ -49,6 +50,8 @@ pub struct RequestCtx {
     /// Whether `[[auth.require]]` applies: over HTTP with `[auth]` on. The
     /// stdio client is the local user who started sluice.
     pub scoped: bool,
+    /// sluice's own refusal of the request, if any (HTTP status).
+    pub refusal: RefusalSlot,
 }
 
 /// A way to send messages to the client while one request is open.

@@ -186,6 +186,7 @@ impl StdioClient {
             session: self.session.clone().filter(|_| era == Era::Legacy),
             principal: Arc::clone(&self.principal),
             scoped: false,
+            refusal: Default::default(),
         };
         let gateway = Arc::clone(&self.gateway);
         let out = self.out.clone();
