@@ -68,6 +68,14 @@ enum Command {
         #[arg(long)]
         json: bool,
     },
+    /// Audit any MCP server against the server standard: exit 0 all pass,
+    /// 1 any fail, 2 nothing failed but something could not be judged.
+    ///
+    /// `sluice doctor -- COMMAND ARGS...` starts a stdio server;
+    /// `sluice doctor URL` reaches a Streamable HTTP one. Only tools
+    /// annotated readOnlyHint: true are called, with arguments made from
+    /// their input schema.
+    Doctor(DoctorArgs),
     /// Work with the configuration.
     Config {
         #[command(subcommand)]
@@ -82,6 +90,42 @@ enum ConfigCommand {
         #[command(flatten)]
         source: ConfigArgs,
     },
+}
+
+#[derive(clap::Args)]
+struct DoctorArgs {
+    /// Print the report as JSON (stable, documented in the README).
+    #[arg(long)]
+    json: bool,
+    /// Also write the report as SARIF 2.1.0 to FILE.
+    #[arg(long, value_name = "FILE")]
+    sarif: Option<PathBuf>,
+    /// The server's mcp.json manifest, for the static checks.
+    #[arg(long, value_name = "FILE")]
+    manifest: Option<PathBuf>,
+    /// Also call tools annotated destructiveHint: false (never a tool that
+    /// may destroy something).
+    #[arg(long)]
+    allow_calls: bool,
+    /// The most one request may take.
+    #[arg(long, value_name = "DURATION", default_value = "10s", value_parser = parse_duration_arg)]
+    timeout: std::time::Duration,
+    /// The read budget results are measured against, in bytes.
+    #[arg(long, value_name = "BYTES", default_value_t = sluice_core::boundary::budget::DEFAULT_READ_BUDGET)]
+    read_budget: usize,
+    /// A URL (http:// or https://), or after `--`, a command and its arguments.
+    #[arg(
+        required = true,
+        trailing_var_arg = true,
+        allow_hyphen_values = true,
+        value_name = "URL | COMMAND ARGS"
+    )]
+    target: Vec<String>,
+}
+
+fn parse_duration_arg(s: &str) -> Result<std::time::Duration, String> {
+    config::parse_duration(s)
+        .ok_or_else(|| format!("{s:?} is not a duration (e.g. 10s, 500ms, 2m)"))
 }
 
 #[derive(clap::Args)]
@@ -130,7 +174,7 @@ fn main() -> ExitCode {
     };
     // `lock` and `check` print their own report; their log is for trouble.
     let default_level = match cli.command {
-        Command::Lock { .. } | Command::Check { .. } => "warn",
+        Command::Lock { .. } | Command::Check { .. } | Command::Doctor(_) => "warn",
         _ => "info",
     };
     tracing_subscriber::fmt()
@@ -162,6 +206,7 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             }
             Err(code) => code,
         }),
+        Command::Doctor(args) => doctor(args),
         Command::Lock { source, upstreams } => {
             let config = match load(&source) {
                 Ok(config) => config,
@@ -291,6 +336,62 @@ fn load(args: &ConfigArgs) -> Result<Config, ExitCode> {
         return Err(ExitCode::from(EXIT_CONFIG));
     }
     Ok(config)
+}
+
+/// `sluice doctor`: examine, print, exit with the verdict.
+fn doctor(args: DoctorArgs) -> anyhow::Result<ExitCode> {
+    use sluice_gateway::doctor::{Options, Target, examine};
+    let target = match args.target.as_slice() {
+        [url] if url.starts_with("http://") || url.starts_with("https://") => {
+            Target::Http { url: url.clone() }
+        }
+        [command, rest @ ..] => Target::Stdio {
+            command: command.clone(),
+            args: rest.to_vec(),
+        },
+        [] => {
+            eprintln!("sluice doctor: name a URL, or `-- COMMAND ARGS...`");
+            return Ok(ExitCode::from(EXIT_USAGE));
+        }
+    };
+    let manifest = match &args.manifest {
+        None => None,
+        Some(path) => {
+            let text = match std::fs::read_to_string(path) {
+                Ok(text) => text,
+                Err(e) => {
+                    eprintln!("sluice doctor: cannot read {}: {e}", path.display());
+                    return Ok(ExitCode::from(EXIT_USAGE));
+                }
+            };
+            match serde_json::from_str(&text) {
+                Ok(value) => Some(value),
+                Err(e) => {
+                    eprintln!("sluice doctor: {} is not JSON: {e}", path.display());
+                    return Ok(ExitCode::from(EXIT_USAGE));
+                }
+            }
+        }
+    };
+    let options = Options {
+        target,
+        allow_calls: args.allow_calls,
+        manifest,
+        read_budget: args.read_budget,
+        timeout: args.timeout,
+    };
+    let report = runtime()?.block_on(examine(&options));
+    if args.json {
+        println!("{}", serde_json::to_string_pretty(&report.to_json())?);
+    } else {
+        print!("{}", report.to_text());
+    }
+    if let Some(path) = &args.sarif {
+        let sarif = serde_json::to_string_pretty(&report.to_sarif())?;
+        std::fs::write(path, sarif + "\n")
+            .with_context(|| format!("writing {}", path.display()))?;
+    }
+    Ok(ExitCode::from(report.exit_code()))
 }
 
 async fn serve(

@@ -4,7 +4,6 @@
 
 mod common;
 
-use std::process::Stdio;
 use std::time::Duration;
 
 use common::*;
@@ -369,8 +368,8 @@ async fn health_shows_the_version_and_each_upstream() {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn http_upstreams_of_both_eras() {
-    let mut modern = spawn_http_fixture(&["--era", "modern"]).await;
-    let mut legacy = spawn_http_fixture(&["--era", "legacy"]).await;
+    let mut modern = http_fixture(&["--era", "modern"]).await;
+    let mut legacy = http_fixture(&["--era", "legacy"]).await;
     let upstreams = format!(
         "[[upstream]]\nname = \"hm\"\nurl = \"{}\"\nallow_private = true\nheaders = {{ X-Test = \"1\" }}\n[[upstream]]\nname = \"hl\"\nurl = \"{}\"\nallow_private = true\n",
         modern.1, legacy.1
@@ -400,20 +399,6 @@ async fn http_upstreams_of_both_eras() {
     assert_eq!(r["error"]["code"], json!(-32003));
     modern.0.kill().await.unwrap();
     legacy.0.kill().await.unwrap();
-}
-
-async fn spawn_http_fixture(args: &[&str]) -> (tokio::process::Child, String) {
-    let mut child = tokio::process::Command::new(fixture_bin())
-        .args(["--http", "0"])
-        .args(args)
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .kill_on_drop(true)
-        .spawn()
-        .unwrap();
-    let url = listening_url(&mut child).await;
-    (child, url)
 }
 
 #[tokio::test(flavor = "multi_thread")]
@@ -461,7 +446,7 @@ async fn modern_clients_hear_of_catalog_changes_through_subscriptions_listen() {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn catalog_changes_of_modern_upstreams_arrive_through_their_listen_stream() {
-    let mut http_fixture = spawn_http_fixture(&["--era", "modern"]).await;
+    let mut http_fixture = http_fixture(&["--era", "modern"]).await;
     let upstreams = format!(
         "{}[[upstream]]\nname = \"mh\"\nurl = \"{}\"\nallow_private = true\n",
         fixture_upstream("ms", &["--era", "modern"]),
@@ -561,7 +546,7 @@ async fn unanswered_mrtr_rounds_do_not_make_a_healthy_upstream_look_hung() {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn param_headers_are_checked_coming_in_and_computed_going_out() {
-    let mut upstream = spawn_http_fixture(&["--era", "modern"]).await;
+    let mut upstream = http_fixture(&["--era", "modern"]).await;
     let s = HttpSluice::start(&config(
         "",
         &format!(
@@ -773,7 +758,7 @@ async fn resource_subscriptions_are_shared_counted_released_and_renewed() {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn a_polling_legacy_upstream_is_resumed_with_last_event_id() {
-    let mut upstream = spawn_http_fixture(&["--era", "legacy", "--sse-polling"]).await;
+    let mut upstream = http_fixture(&["--era", "legacy", "--sse-polling"]).await;
     let s = HttpSluice::start(&config(
         "",
         &format!(

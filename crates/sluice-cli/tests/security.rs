@@ -337,7 +337,7 @@ async fn every_spelling_of_a_private_address_is_refused_before_connecting() {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn allow_private_lets_a_loopback_upstream_through_any_spelling() {
-    let (mut fixture, url) = http_fixture().await;
+    let (mut fixture, url) = http_fixture(&[]).await;
     let port = url.rsplit(':').next().unwrap().trim_end_matches("/mcp");
     let (dir, path) = write_config(&format!(
         "[[upstream]]\nname = \"fx\"\nurl = \"http://2130706433:{port}/mcp\"\nallow_private = true\n"
@@ -389,18 +389,4 @@ async fn a_redirect_is_not_followed() {
         0,
         "the redirect was followed"
     );
-}
-
-/// `sluice-fixture --http 0`: the child and its URL.
-async fn http_fixture() -> (tokio::process::Child, String) {
-    let mut child = tokio::process::Command::new(fixture_bin())
-        .args(["--http", "0"])
-        .stdin(std::process::Stdio::null())
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::piped())
-        .kill_on_drop(true)
-        .spawn()
-        .unwrap();
-    let url = listening_url(&mut child).await;
-    (child, url)
 }

@@ -30,6 +30,8 @@
 //!   definitions, and drift.
 //! - [`boundary`]: what may leave sluice: secret redaction, the read
 //!   budget with its fixed refusals, and operator projections.
+//! - [`doctor`]: the detectors of `sluice doctor`, judging any MCP server
+//!   against the server standard from what the shell observed.
 //! - [`elicitation`]: which elicitation forms ask for secrets, which no
 //!   client is shown.
 //! - [`envelope`]: the page builder of every list sluice owns: limit,
@@ -62,6 +64,7 @@ pub mod canonical;
 pub mod catalog;
 pub mod config;
 pub mod discovery;
+pub mod doctor;
 pub mod elicitation;
 pub mod envelope;
 pub mod headers;

@@ -26,6 +26,8 @@
 //!   per-principal, per-tool limiter every tool call passes.
 //! - [`outbound`]: every URL sluice dereferences is resolved, checked
 //!   against the SSRF rules and connected to at the checked addresses only.
+//! - [`doctor`]: `sluice doctor`'s probes of any MCP server, judged by
+//!   `sluice_core::doctor`.
 //! - `rescue`: the one place a gateway failure becomes a JSON-RPC error,
 //!   with the table of sluice's own codes.
 //! - [`gateway`]: the running whole: supervisors, the published catalog
@@ -36,6 +38,7 @@
 
 pub mod auth;
 mod bridge;
+pub mod doctor;
 pub mod downstream;
 pub mod gateway;
 mod listing;

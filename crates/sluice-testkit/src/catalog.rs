@@ -10,7 +10,7 @@ use crate::protocol::RpcError;
 /// The `lossless` tool's definition, kept as raw JSON: besides the standard fields it carries
 /// fields a gateway does not know (`execution`, `x-future`, `annotations.x-hint`, `_meta`) and
 /// must pass through unchanged.
-const LOSSLESS_TOOL: &str = r#"{"name":"lossless","description":"Returns a result full of unknown fields and unusual number spellings that a proxy must pass through byte for byte.","inputSchema":{"type":"object","properties":{}},"execution":{"taskSupport":"optional"},"x-future":{"a":1},"annotations":{"readOnlyHint":true,"x-hint":true},"_meta":{"x.example/tool":"lossless"}}"#;
+const LOSSLESS_TOOL: &str = r#"{"name":"lossless","description":"Returns a result full of unknown fields and unusual number spellings that a proxy must pass through byte for byte.","inputSchema":{"type":"object","properties":{}},"outputSchema":{"type":"object"},"execution":{"taskSupport":"optional"},"x-future":{"a":1},"annotations":{"readOnlyHint":true,"x-hint":true},"_meta":{"x.example/tool":"lossless"}}"#;
 
 /// An input schema with the given properties, all listed as required.
 fn schema(props: &[(&str, &str)]) -> Value {

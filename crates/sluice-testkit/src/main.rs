@@ -218,6 +218,10 @@ pub enum Violation {
     /// version echoed back instead of a supported one; a 2026 request whose `_meta` names an
     /// unsupported version is served instead of answered -32022.
     EchoUnknownVersion,
+    /// A legacy `initialize` is answered with protocolVersion `2024-99-99`, a version no MCP
+    /// revision has, whatever was asked for. Breaks "the server answers with the requested
+    /// version when it supports it, else its latest supported one".
+    BadVersionEcho,
     /// HTTP: a POST with a foreign `Origin` (not localhost / 127.0.0.1 / ::1) is served instead
     /// of refused with 403 (no DNS-rebinding protection).
     NoOriginCheck,

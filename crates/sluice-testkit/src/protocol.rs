@@ -447,6 +447,11 @@ impl Fixture {
                 let version = requested
                     .filter(|v| echo_any || LEGACY_VERSIONS.contains(v))
                     .unwrap_or(LEGACY_VERSIONS[0]);
+                let version = if self.cfg.violates(Violation::BadVersionEcho) {
+                    "2024-99-99"
+                } else {
+                    version
+                };
                 Ok(json!({
                     "protocolVersion": version,
                     "capabilities": capabilities(Era::Legacy),

@@ -319,6 +319,22 @@ impl HttpSluice {
     }
 }
 
+/// `sluice-fixture --http 0 ARGS`: the child (killed when dropped) and
+/// its MCP URL.
+pub async fn http_fixture(args: &[&str]) -> (Child, String) {
+    let mut child = Command::new(fixture_bin())
+        .args(["--http", "0"])
+        .args(args)
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .kill_on_drop(true)
+        .spawn()
+        .unwrap();
+    let url = listening_url(&mut child).await;
+    (child, url)
+}
+
 /// Reads the `listening on URL` line a server prints to stderr, then keeps
 /// draining stderr so the server never blocks on a full pipe.
 pub async fn listening_url(child: &mut Child) -> String {

@@ -77,6 +77,9 @@ pub(crate) struct ServerDescription {
     pub(crate) era: Era,
     pub(crate) protocol_version: String,
     pub(crate) capabilities: Value,
+    /// The handshake's result as the upstream sent it (`server/discover`
+    /// or `initialize`): `serverInfo` and all.
+    pub(crate) handshake: Value,
 }
 
 /// One connection to one upstream.
@@ -105,6 +108,8 @@ pub(crate) struct Shared {
     /// Messages received so far: a timeout while the upstream kept talking
     /// (say, a question the client never answered) is not a hang.
     received: AtomicU64,
+    /// Progress notifications whose token no request of ours carries.
+    stray_progress: AtomicU64,
     client_info: Value,
 }
 
@@ -163,6 +168,11 @@ impl Connection {
 
     pub(crate) fn is_closed(&self) -> bool {
         self.shared.closed.is_cancelled()
+    }
+
+    /// How many progress notifications named a token no request carried.
+    pub(crate) fn stray_progress(&self) -> u64 {
+        self.shared.stray_progress.load(Ordering::Relaxed)
     }
 
     /// Sends one request and waits for its answer, at most `timeout`.
@@ -225,6 +235,7 @@ impl Shared {
             wire,
             timeouts_in_a_row: AtomicU32::new(0),
             received: AtomicU64::new(0),
+            stray_progress: AtomicU64::new(0),
             client_info,
         })
     }
@@ -445,6 +456,8 @@ impl Shared {
                     let _ = sink.try_send(Related::Notification(jsonrpc::notification(
                         &method, params,
                     )));
+                } else {
+                    self.stray_progress.fetch_add(1, Ordering::Relaxed);
                 }
             }
             "notifications/tools/list_changed"

@@ -495,7 +495,7 @@ fn drift_counts(diff: &Diff) -> DriftCounts {
 
 /// Reads every list the upstream offers, each to its last page, within
 /// the catalog read timeout.
-async fn read_catalog(conn: &Connection, settings: &Settings) -> CatalogRead {
+pub(crate) async fn read_catalog(conn: &Connection, settings: &Settings) -> CatalogRead {
     let deadline = Instant::now() + settings.catalog_read_timeout;
     let mut walk = CatalogWalk::new(|c| conn.offers(c), settings.catalog_limits);
     let mut step = walk.start();
@@ -556,7 +556,7 @@ pub(crate) async fn read_once(
 
 /// Connects and completes the handshake within `startup_timeout`; on any
 /// failure the child (if any) is ended before returning.
-async fn connect(
+pub(crate) async fn connect(
     config: &UpstreamConfig,
     settings: &Settings,
     events: mpsc::Sender<UpstreamEvent>,
@@ -719,6 +719,7 @@ async fn handshake(shared: &Arc<Shared>, settings: &Settings) -> Result<ServerDe
                     .get("capabilities")
                     .cloned()
                     .unwrap_or_else(|| json!({})),
+                handshake: result,
             })
         }
         ProbeVerdict::ModernUnsupported => {
@@ -778,5 +779,6 @@ async fn initialize(
             .get("capabilities")
             .cloned()
             .unwrap_or_else(|| json!({})),
+        handshake: result,
     })
 }

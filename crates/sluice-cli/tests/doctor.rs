@@ -1,0 +1,329 @@
+//! `sluice doctor`'s self-tests: every detector has a fixture that must
+//! fail it and one that must pass it (a detector that cannot fail is a
+//! defect). The fixtures are `sluice-fixture` with `--violate`,
+//! `--list-tool` and `--era`, over stdio and HTTP, and manifests written
+//! here.
+#![allow(clippy::unwrap_used)]
+
+mod common;
+
+use std::process::{Command, Output};
+
+use common::*;
+use serde_json::{Value, json};
+
+/// The fixture as a well-behaved server: paginated lists (so cursors can
+/// be judged), a list tool, a read-only tool that reports progress.
+const CLEAN: [&str; 4] = ["--list-tool", "good", "--page-size", "5"];
+
+fn run(args: &[String]) -> (Value, Output) {
+    let out = Command::new(sluice_bin())
+        .arg("doctor")
+        .arg("--json")
+        .args(args)
+        .output()
+        .unwrap();
+    let report = serde_json::from_slice(&out.stdout)
+        .unwrap_or_else(|e| panic!("{e}: {}", String::from_utf8_lossy(&out.stderr)));
+    (report, out)
+}
+
+/// The doctor's report on the stdio fixture started with `args`.
+fn stdio(args: &[&str], manifest: Option<Value>) -> Value {
+    let dir = tempfile::tempdir().unwrap();
+    let mut cli = Vec::new();
+    if let Some(m) = manifest {
+        let path = dir.path().join("mcp.json");
+        std::fs::write(&path, m.to_string()).unwrap();
+        cli.extend(["--manifest".to_owned(), path.display().to_string()]);
+    }
+    cli.push("--".into());
+    cli.push(fixture_bin());
+    cli.extend(args.iter().map(|a| (*a).to_owned()));
+    let (report, out) = run(&cli);
+    // The exit code is the summary's.
+    let summary = &report["summary"];
+    let expected = if summary["fail"] != 0 {
+        1
+    } else if summary["could-not-judge"] != 0 {
+        2
+    } else {
+        0
+    };
+    assert_eq!(out.status.code(), Some(expected), "{report}");
+    report
+}
+
+fn finding<'a>(report: &'a Value, id: &str) -> &'a Value {
+    report["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|f| f["id"] == id)
+        .unwrap_or_else(|| panic!("no finding {id} in {report}"))
+}
+
+/// Asserts `id` fails with evidence containing `says`, and passes on the
+/// clean fixture.
+fn fails_and_passes(id: &str, bad: &[&str], good: &[&str], says: &str) {
+    let report = stdio(bad, None);
+    let f = finding(&report, id);
+    assert_eq!(f["verdict"], "fail", "{id} on {bad:?}: {f}");
+    let evidence = f["evidence"].to_string();
+    assert!(evidence.contains(says), "{id}: {evidence}");
+    let report = stdio(good, None);
+    let f = finding(&report, id);
+    assert_eq!(f["verdict"], "pass", "{id} on {good:?}: {f}");
+}
+
+fn with(extra: &[&'static str]) -> Vec<&'static str> {
+    CLEAN.iter().copied().chain(extra.iter().copied()).collect()
+}
+
+#[test]
+fn protocol_result_detectors() {
+    fails_and_passes(
+        "S-2/result-type",
+        &with(&["--violate", "result-type"]),
+        &CLEAN,
+        "tools/list: no resultType",
+    );
+    fails_and_passes(
+        "S-3/cache-hints",
+        &with(&["--violate", "cache-hints"]),
+        &CLEAN,
+        "tools/list: no ttlMs",
+    );
+    fails_and_passes(
+        "S-7/version",
+        &with(&["--violate", "no-version"]),
+        &CLEAN,
+        "serverInfo has no version",
+    );
+    fails_and_passes(
+        "S-11/output-schema",
+        &with(&["--violate", "output-schema"]),
+        &CLEAN,
+        "echo: structuredContent does not match outputSchema at \\\"/text\\\"",
+    );
+    fails_and_passes(
+        "S-11/error-codes",
+        &with(&["--violate", "reserved-code"]),
+        &CLEAN,
+        "error code -32050 is in the MCP-reserved band",
+    );
+    fails_and_passes(
+        "S-11/error-codes",
+        &with(&["--violate", "unknown-tool-result"]),
+        &CLEAN,
+        "answered with a result (isError), not a JSON-RPC error",
+    );
+}
+
+#[test]
+fn pagination_and_version_detectors() {
+    fails_and_passes(
+        "S-12/invalid-cursor",
+        &with(&["--violate", "accept-any-cursor"]),
+        &CLEAN,
+        "tools/list with an unknown cursor: served a page",
+    );
+    fails_and_passes(
+        "S-12/opaque-cursor",
+        &with(&["--violate", "raw-cursor"]),
+        &CLEAN,
+        "tools/list: nextCursor is a plain number",
+    );
+    fails_and_passes(
+        "S-12/pagination",
+        &["--page-size", "4", "--cursor-mode", "cycle"],
+        &CLEAN,
+        "tools/list: ",
+    );
+    fails_and_passes(
+        "S-13/progress",
+        &with(&["--violate", "bad-progress"]),
+        &CLEAN,
+        "named a progressToken no request carried",
+    );
+    fails_and_passes(
+        "S-14/version-echo",
+        &["--era", "legacy", "--violate", "bad-version-echo"],
+        &["--era", "legacy"],
+        "initialize answered protocolVersion \\\"2024-99-99\\\"",
+    );
+    fails_and_passes(
+        "S-14/unknown-version",
+        &with(&["--violate", "echo-unknown-version"]),
+        &CLEAN,
+        "a request naming protocol version 1999-01-01 was served",
+    );
+    fails_and_passes(
+        "S-14/unknown-version",
+        &["--era", "legacy", "--violate", "echo-unknown-version"],
+        &["--era", "legacy"],
+        "initialize with protocolVersion 1999-01-01 echoed it back",
+    );
+}
+
+#[test]
+fn envelope_detectors() {
+    let cases = [
+        (
+            "envelope/limit-bounded",
+            "unbounded",
+            "`limit` has no maximum",
+        ),
+        (
+            "envelope/silent-cap",
+            "silent-cap",
+            "has 10 rows and no cursor, but 120 rows exist",
+        ),
+        (
+            "envelope/shape",
+            "flat",
+            "list_items: answers a bare JSON array",
+        ),
+        (
+            "envelope/opaque-cursor",
+            "raw-cursor",
+            "the cursor is base64 of JSON naming offset",
+        ),
+        ("envelope/page-bytes", "big-page", "over 50000 bytes"),
+    ];
+    for (id, mode, says) in cases {
+        fails_and_passes(id, &["--list-tool", mode, "--page-size", "5"], &CLEAN, says);
+    }
+}
+
+#[test]
+fn boundary_detectors() {
+    fails_and_passes(
+        "boundary/read-budget",
+        &with(&["--violate", "big-read"]),
+        &CLEAN,
+        "read_big: its result is over the read budget of 1048576 bytes",
+    );
+    let report = stdio(&with(&["--violate", "secret"]), None);
+    let f = finding(&report, "boundary/secrets");
+    assert_eq!(f["verdict"], "fail", "{f}");
+    // The evidence counts; it never quotes the secret.
+    let text = report.to_string();
+    assert!(!text.contains("AKIAIOSFODNN7EXAMPLE"), "{text}");
+    assert!(!text.contains("ghp_"), "{text}");
+    assert_eq!(
+        finding(&stdio(&CLEAN, None), "boundary/secrets")["verdict"],
+        "pass"
+    );
+}
+
+#[test]
+fn static_detectors_read_the_manifest() {
+    let good = json!({"name": "fx", "version": env!("CARGO_PKG_VERSION"),
+        "transport": {"type": "stdio", "command": "sluice-fixture"},
+        "minProtocolVersion": "2025-06-18"});
+    let report = stdio(&CLEAN, Some(good.clone()));
+    assert_eq!(
+        report["summary"],
+        json!({"pass": 24, "fail": 0, "could-not-judge": 0}),
+        "{report}"
+    );
+    let mut bad = good;
+    bad["transport"] = json!([{"type": "http", "url": "https://x/mcp"}]);
+    bad["minProtocolVersion"] = json!("2024-11-05");
+    bad["version"] = json!("9.9.9");
+    let report = stdio(&CLEAN, Some(bad));
+    for (id, says) in [
+        ("S-1/stdio-declared", "no \\\"stdio\\\""),
+        ("S-1/min-protocol-version", "below 2025-06-18"),
+        ("S-7/manifest-version", "mcp.json version \\\"9.9.9\\\""),
+    ] {
+        let f = finding(&report, id);
+        assert_eq!(f["verdict"], "fail", "{f}");
+        assert!(f["evidence"].to_string().contains(says), "{f}");
+    }
+    // Without a manifest, the static rules cannot be judged: exit 2.
+    let report = stdio(&CLEAN, None);
+    assert_eq!(
+        finding(&report, "S-1/stdio-declared")["verdict"],
+        "could-not-judge"
+    );
+    assert_eq!(report["summary"]["fail"], 0);
+}
+
+#[test]
+fn discover_is_required_only_of_a_server_that_claims_2026() {
+    let claims = json!({"name": "fx", "version": env!("CARGO_PKG_VERSION"),
+        "transport": {"type": "stdio"}, "minProtocolVersion": "2026-07-28"});
+    let report = stdio(&["--era", "legacy"], Some(claims));
+    let f = finding(&report, "S-4/discover");
+    assert_eq!(f["verdict"], "fail", "{f}");
+    assert!(
+        f["evidence"]
+            .to_string()
+            .contains("server/discover answered error -32601"),
+        "{f}"
+    );
+    let report = stdio(&["--era", "legacy"], None);
+    assert_eq!(finding(&report, "S-4/discover")["verdict"], "pass");
+    assert_eq!(
+        finding(&stdio(&CLEAN, None), "S-4/discover")["verdict"],
+        "pass"
+    );
+}
+
+#[test]
+fn nothing_to_connect_to_is_never_a_pass() {
+    let (report, out) = run(&["--".into(), "/nonexistent/mcp-server".into()]);
+    assert_eq!(out.status.code(), Some(2), "{report}");
+    let dynamic: Vec<&Value> = report["findings"].as_array().unwrap().iter().collect();
+    assert!(
+        dynamic.iter().all(|f| f["verdict"] == "could-not-judge"),
+        "{report}"
+    );
+    assert!(
+        finding(&report, "S-2/result-type")["reason"]
+            .as_str()
+            .unwrap()
+            .contains("no session could be opened")
+    );
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn http_detectors() {
+    let cases = [
+        (
+            "S-22/origin",
+            "no-origin-check",
+            "Origin: http://evil.example got HTTP 200, not 403",
+        ),
+        (
+            "S-23/version-header",
+            "no-version-header-check",
+            "MCP-Protocol-Version: 1999-01-01 got HTTP 200, not 400",
+        ),
+        (
+            "S-7/version",
+            "no-version",
+            "no version in serverInfo, and none at GET /health",
+        ),
+    ];
+    for (id, violation, says) in cases {
+        let (_bad, url) = http_fixture(&with(&["--violate", violation])).await;
+        let report = tokio::task::spawn_blocking(move || run(&[url]).0)
+            .await
+            .unwrap();
+        let f = finding(&report, id);
+        assert_eq!(f["verdict"], "fail", "{id}: {f}");
+        assert!(f["evidence"].to_string().contains(says), "{id}: {f}");
+    }
+    let (_good, url) = http_fixture(&CLEAN).await;
+    let report = tokio::task::spawn_blocking(move || run(&[url]).0)
+        .await
+        .unwrap();
+    for id in ["S-22/origin", "S-23/version-header", "S-7/version"] {
+        assert_eq!(finding(&report, id)["verdict"], "pass", "{id}: {report}");
+    }
+    assert_eq!(report["transport"], "http");
+    assert_eq!(report["summary"]["fail"], 0, "{report}");
+}

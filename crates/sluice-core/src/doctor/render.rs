@@ -1,0 +1,149 @@
+//! A report as a table for people, stable JSON for programs, and SARIF
+//! 2.1.0 for code-scanning tools.
+
+use std::fmt::Write as _;
+
+use serde_json::{Value, json};
+
+use super::{Report, Verdict};
+
+impl Report {
+    /// The human report: one block per rule, a line per detector, the
+    /// evidence and the fix under each failure, the summary last.
+    pub fn to_text(&self) -> String {
+        let mut out = String::new();
+        let server = self
+            .server
+            .as_ref()
+            .map_or_else(String::new, |s| format!(" ({} {})", s.name, s.version));
+        let _ = writeln!(out, "sluice doctor: {}{server}", self.target);
+        let _ = writeln!(
+            out,
+            "transport {}, protocol {}",
+            self.transport,
+            self.protocol_version.as_deref().unwrap_or("none")
+        );
+        let mut rule = "";
+        for f in &self.findings {
+            if f.rule != rule {
+                rule = f.rule;
+                let _ = writeln!(out, "\n{rule}");
+            }
+            let (mark, detail) = match &f.verdict {
+                Verdict::Pass { note } => ("pass", note.clone().unwrap_or_default()),
+                Verdict::Fail { .. } => ("FAIL", String::new()),
+                Verdict::CouldNotJudge { reason } => ("n/j ", reason.clone()),
+            };
+            let detail = if detail.is_empty() {
+                String::new()
+            } else {
+                format!(": {detail}")
+            };
+            let _ = writeln!(out, "  {mark}  {:<26} {}{detail}", f.id, f.title);
+            if let Verdict::Fail { evidence } = &f.verdict {
+                for e in evidence {
+                    let _ = writeln!(out, "          - {e}");
+                }
+                let _ = writeln!(out, "          fix: {}", f.fix);
+            }
+        }
+        let _ = writeln!(
+            out,
+            "\n{} passed, {} failed, {} could not be judged (exit {})",
+            self.summary.pass,
+            self.summary.fail,
+            self.summary.could_not_judge,
+            self.exit_code()
+        );
+        out
+    }
+
+    /// The stable JSON report (see README, "sluice doctor").
+    pub fn to_json(&self) -> Value {
+        serde_json::to_value(self).unwrap_or(Value::Null)
+    }
+
+    /// A URI reference for the judged server: the URL, or the program of a
+    /// stdio command (percent-encoded; its arguments are in the run's
+    /// `properties.target`).
+    fn artifact_uri(&self) -> String {
+        let program = match self.transport {
+            "http" => self.target.as_str(),
+            _ => self.target.split(' ').next().unwrap_or_default(),
+        };
+        program
+            .bytes()
+            .map(|b| match b {
+                b'A'..=b'Z'
+                | b'a'..=b'z'
+                | b'0'..=b'9'
+                | b'-'
+                | b'.'
+                | b'_'
+                | b'~'
+                | b'/'
+                | b':'
+                | b'?'
+                | b'='
+                | b'&'
+                | b'%'
+                | b'@' => (b as char).to_string(),
+                _ => format!("%{b:02X}"),
+            })
+            .collect()
+    }
+
+    /// SARIF 2.1.0: one rule per detector, one result per finding that is
+    /// not a pass (`error` for a failure, `note` for could-not-judge).
+    pub fn to_sarif(&self) -> Value {
+        let rules: Vec<Value> = self
+            .findings
+            .iter()
+            .map(|f| {
+                json!({
+                    "id": f.id,
+                    "name": f.id.replace(['/', '-'], "_"),
+                    "shortDescription": {"text": f.title},
+                    "help": {"text": f.fix},
+                    "properties": {"rule": f.rule},
+                })
+            })
+            .collect();
+        let results: Vec<Value> = self
+            .findings
+            .iter()
+            .enumerate()
+            .filter_map(|(i, f)| {
+                let (level, message) = match &f.verdict {
+                    Verdict::Pass { .. } => return None,
+                    Verdict::Fail { evidence } => {
+                        ("error", format!("{}: {}", f.title, evidence.join("; ")))
+                    }
+                    Verdict::CouldNotJudge { reason } => {
+                        ("note", format!("could not judge: {reason}"))
+                    }
+                };
+                Some(json!({
+                    "ruleId": f.id,
+                    "ruleIndex": i,
+                    "level": level,
+                    "message": {"text": message},
+                    "locations": [{"physicalLocation": {"artifactLocation": {"uri": self.artifact_uri()}}}],
+                }))
+            })
+            .collect();
+        json!({
+            "$schema": "https://json.schemastore.org/sarif-2.1.0.json",
+            "version": "2.1.0",
+            "runs": [{
+                "tool": {"driver": {
+                    "name": "sluice doctor",
+                    "informationUri": "https://example.invalid/sluice",
+                    "rules": rules,
+                }},
+                "results": results,
+                "properties": {"target": self.target, "transport": self.transport},
+            }],
+        })
+    }
+}

@@ -1,0 +1,663 @@
+//! `sluice doctor`'s shell: connect to a server the way sluice connects to
+//! an upstream, make the requests the plan allows, record what comes back
+//! as [`Observations`], and let `sluice_core::doctor` judge.
+//!
+//! Besides the session the upstream connector opens, a few probes need a
+//! raw request the connector would never send: a handshake naming an
+//! unknown protocol version (on a fresh process or HTTP request), and over
+//! HTTP a foreign `Origin`, a bad `MCP-Protocol-Version` and an
+//! unauthenticated `GET /health`.
+
+use std::process::Stdio;
+use std::time::Duration;
+
+use serde_json::{Value, json};
+use sluice_core::config::{Config, Source, UpstreamConfig, UpstreamTransport};
+use sluice_core::discovery::{CatalogRead, ListKind};
+use sluice_core::doctor::observe::{
+    Call, CatalogOutcome, HttpProbes, ListToolProbe, Observations, Outcome, Transport,
+};
+use sluice_core::doctor::{Report, ServerName, detect, plan};
+use sluice_core::jsonrpc::RpcError;
+use sluice_core::protocol::{self, Era};
+use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
+use tokio::sync::mpsc;
+use tokio_util::sync::CancellationToken;
+
+use crate::gateway::{NAME, VERSION};
+use crate::rescue::UpstreamError;
+use crate::upstream::{self, Connection, Related, Settings};
+
+/// The server to examine.
+#[derive(Debug, Clone)]
+pub enum Target {
+    /// A command speaking MCP on stdin/stdout.
+    Stdio {
+        /// The program.
+        command: String,
+        /// Its arguments.
+        args: Vec<String>,
+    },
+    /// A Streamable HTTP endpoint.
+    Http {
+        /// The MCP URL.
+        url: String,
+    },
+}
+
+/// How to examine it.
+#[derive(Debug, Clone)]
+pub struct Options {
+    /// The server.
+    pub target: Target,
+    /// Also call tools annotated `destructiveHint: false`.
+    pub allow_calls: bool,
+    /// The parsed `--manifest`.
+    pub manifest: Option<Value>,
+    /// The read budget results are measured against.
+    pub read_budget: usize,
+    /// The most one request may take.
+    pub timeout: Duration,
+}
+
+/// The most tools called (a server with hundreds is judged on the first).
+const MAX_CALLS: usize = 50;
+/// The most pages followed when collecting a list's cursors.
+const CURSOR_PAGES: usize = 5;
+/// The most pages walked one row at a time through a list tool.
+const DRAIN_PAGES: usize = 200;
+/// A cursor no server issued.
+const BOGUS_CURSOR: &str = "sluice-doctor-not-a-cursor";
+/// A protocol version no one speaks.
+const UNKNOWN_VERSION: &str = "1999-01-01";
+
+/// Examines the server and judges it.
+pub async fn examine(options: &Options) -> Report {
+    let obs = observe(options).await;
+    let server = obs
+        .handshake
+        .as_ref()
+        .and_then(detect::server_info)
+        .and_then(|info| {
+            Some(ServerName {
+                name: info.get("name")?.as_str()?.to_owned(),
+                version: info
+                    .get("version")
+                    .and_then(Value::as_str)
+                    .unwrap_or_default()
+                    .to_owned(),
+            })
+        });
+    let (target, transport) = match &options.target {
+        Target::Stdio { command, args } => {
+            let mut words = vec![command.clone()];
+            words.extend(args.iter().cloned());
+            (words.join(" "), "stdio")
+        }
+        Target::Http { url } => (url.clone(), "http"),
+    };
+    Report::new(
+        target,
+        transport,
+        obs.protocol_version.clone(),
+        server,
+        detect::judge(&obs),
+    )
+}
+
+async fn observe(options: &Options) -> Observations {
+    let mut obs = Observations {
+        transport: Some(match options.target {
+            Target::Stdio { .. } => Transport::Stdio,
+            Target::Http { .. } => Transport::Http,
+        }),
+        manifest: options.manifest.clone(),
+        read_budget: options.read_budget,
+        ..Observations::default()
+    };
+    let settings = settings(options.timeout);
+    let config = upstream_config(&options.target);
+    let (events, mut drain) = mpsc::channel(64);
+    tokio::spawn(async move { while drain.recv().await.is_some() {} });
+    let conn = match upstream::connect(&config, &settings, events, &CancellationToken::new()).await
+    {
+        Ok(conn) => conn,
+        Err(e) => {
+            obs.connect_error = Some(e);
+            return obs;
+        }
+    };
+    if let Target::Http { url } = &options.target {
+        let era = conn.description().era;
+        obs.http = Some(http_probes(url, era, options.timeout).await);
+    }
+    let description = conn.description();
+    obs.era = Some(description.era);
+    obs.protocol_version = Some(description.protocol_version.clone());
+    obs.handshake = Some(description.handshake.clone());
+    obs.discover = Some(match description.era {
+        Era::Modern => Outcome::Result(description.handshake.clone()),
+        Era::Legacy => request(&conn, "server/discover", json!({}), options.timeout).await,
+    });
+    obs.unknown_version =
+        Some(unknown_version(&options.target, description.era, options.timeout).await);
+    let read = upstream::read_catalog(&conn, &settings).await;
+    obs.catalog = Some(match &read {
+        CatalogRead::Complete(catalog) => CatalogOutcome::Complete {
+            counts: ListKind::ALL
+                .iter()
+                .map(|k| (*k, catalog.list(*k).len()))
+                .collect(),
+        },
+        CatalogRead::Incomplete { list, reason } => CatalogOutcome::Incomplete {
+            list: *list,
+            reason: reason.to_string(),
+        },
+    });
+    if let CatalogRead::Complete(catalog) = &read {
+        obs.tools = catalog.list(ListKind::Tools).to_vec();
+    }
+    serve_lists(&conn, &mut obs, options.timeout).await;
+    if conn.offers("tools") {
+        let bogus = json!({"cursor": BOGUS_CURSOR});
+        obs.invalid_cursor = Some(request(&conn, "tools/list", bogus, options.timeout).await);
+        let unknown = json!({"name": "sluice-doctor-no-such-tool", "arguments": {}});
+        obs.unknown_tool = Some(request(&conn, "tools/call", unknown, options.timeout).await);
+    }
+    call_tools(&conn, &mut obs, options).await;
+    obs.stray_progress = conn.stray_progress();
+    conn.shutdown(Duration::from_secs(2)).await;
+    obs
+}
+
+fn settings(timeout: Duration) -> Settings {
+    // The defaults of an empty sluice.toml, with the doctor's timeout.
+    let defaults = Config::from_toml(
+        Source {
+            name: "(doctor)",
+            text: "",
+        },
+        &|_| None,
+    );
+    let client_info = json!({"name": format!("{NAME}-doctor"), "version": VERSION});
+    let mut settings = match defaults {
+        Ok(config) => Settings::new(&config, client_info),
+        Err(_) => unreachable!("an empty configuration is valid"),
+    };
+    settings.request_timeout = timeout;
+    settings.startup_timeout = timeout.max(Duration::from_secs(5));
+    settings.catalog_read_timeout = timeout * 6;
+    settings
+}
+
+fn upstream_config(target: &Target) -> UpstreamConfig {
+    let transport = match target {
+        Target::Stdio { command, args } => UpstreamTransport::Stdio {
+            command: command.clone(),
+            args: args.clone(),
+            env: Default::default(),
+            cwd: None,
+            rlimit: Default::default(),
+        },
+        // The operator typed the URL: a local server is the usual case.
+        Target::Http { url } => UpstreamTransport::Http {
+            url: url.clone(),
+            headers: Default::default(),
+            allow_private: true,
+        },
+    };
+    UpstreamConfig {
+        name: "target".into(),
+        transport,
+        trusted: false,
+        read_only_tools: Vec::new(),
+        read_budget: None,
+        tool_read_budgets: Default::default(),
+        prefixed: false,
+        rate_limit: None,
+        tool_rate_limits: Default::default(),
+    }
+}
+
+async fn request(conn: &Connection, method: &str, params: Value, timeout: Duration) -> Outcome {
+    outcome(
+        conn.request(method, params, &json!({}), None, timeout, &[])
+            .await,
+    )
+}
+
+fn outcome(answer: Result<Value, UpstreamError>) -> Outcome {
+    match answer {
+        Ok(result) => Outcome::Result(result),
+        Err(UpstreamError::Rpc(e)) => Outcome::Error(error_value(&e)),
+        Err(other) => Outcome::Failed(other.to_string()),
+    }
+}
+
+fn error_value(e: &RpcError) -> Value {
+    let mut v = json!({"code": e.code, "message": e.message});
+    if let Some(data) = &e.data {
+        v["data"] = data.clone();
+    }
+    v
+}
+
+/// The first pages of each offered list (and a few more, for their
+/// cursors), and one `resources/read`.
+async fn serve_lists(conn: &Connection, obs: &mut Observations, timeout: Duration) {
+    for kind in ListKind::ALL {
+        if !conn.offers(kind.capability()) {
+            continue;
+        }
+        let mut cursor: Option<String> = None;
+        for page in 0..CURSOR_PAGES {
+            let params = match &cursor {
+                Some(c) => json!({"cursor": c}),
+                None => json!({}),
+            };
+            let answer = request(conn, kind.method(), params, timeout).await;
+            let next = answer
+                .result()
+                .and_then(|r| r.get("nextCursor"))
+                .and_then(Value::as_str)
+                .map(str::to_owned);
+            if page == 0 {
+                obs.served.push((kind.method().to_owned(), answer));
+            }
+            match next {
+                Some(c) => {
+                    obs.cursors.push((kind.method().to_owned(), c.clone()));
+                    cursor = Some(c);
+                }
+                None => break,
+            }
+        }
+    }
+    let first_resource = obs
+        .served
+        .iter()
+        .find(|(m, _)| m == "resources/list")
+        .and_then(|(_, o)| o.result())
+        .and_then(|r| r.pointer("/resources/0/uri"))
+        .and_then(Value::as_str)
+        .map(str::to_owned);
+    if let Some(uri) = first_resource {
+        let read = request(conn, "resources/read", json!({"uri": uri}), timeout).await;
+        obs.served.push(("resources/read".into(), read));
+    }
+}
+
+/// Calls what the plan allows, and probes the list tools.
+async fn call_tools(conn: &Connection, obs: &mut Observations, options: &Options) {
+    let tools = obs.tools.clone();
+    let mut called = 0;
+    for (i, tool) in tools.iter().enumerate() {
+        let name = tool.get("name").and_then(Value::as_str).unwrap_or_default();
+        if let Err(why) = plan::may_call(tool, options.allow_calls) {
+            obs.not_called.push((name.to_owned(), why.to_owned()));
+            continue;
+        }
+        let schema = tool.get("inputSchema").unwrap_or(&Value::Null);
+        let Some(arguments) = plan::arguments_for(schema) else {
+            obs.not_called.push((
+                name.to_owned(),
+                "its input schema asks for what the doctor cannot make up".into(),
+            ));
+            continue;
+        };
+        if called == MAX_CALLS {
+            obs.not_called.push((
+                name.to_owned(),
+                format!("only the first {MAX_CALLS} callable tools are called"),
+            ));
+            continue;
+        }
+        called += 1;
+        let (outcome, progress) = call(conn, name, &arguments, i, options.timeout).await;
+        if plan::is_list_tool(tool) {
+            let probe = probe_list_tool(conn, tool, &arguments, &outcome, options.timeout).await;
+            obs.list_tools.push(probe);
+        }
+        obs.calls.push(Call {
+            tool: name.to_owned(),
+            definition: tool.clone(),
+            outcome,
+            progress,
+        });
+    }
+}
+
+/// One `tools/call` with a progress token; the answer and the progress
+/// notifications that came with it.
+async fn call(
+    conn: &Connection,
+    name: &str,
+    arguments: &Value,
+    n: usize,
+    timeout: Duration,
+) -> (Outcome, Vec<Value>) {
+    let (tx, mut rx) = mpsc::channel(256);
+    let params = json!({"name": name, "arguments": arguments,
+        "_meta": {"progressToken": format!("sluice-doctor-{n}")}});
+    let answer = conn
+        .request("tools/call", params, &json!({}), Some(tx), timeout, &[])
+        .await;
+    let mut progress = Vec::new();
+    while let Ok(item) = rx.try_recv() {
+        match item {
+            Related::Notification(m)
+                if m.get("method").and_then(Value::as_str) == Some("notifications/progress") =>
+            {
+                progress.push(m.get("params").cloned().unwrap_or(Value::Null));
+            }
+            // A question the doctor does not answer.
+            Related::Request { reply, .. } => {
+                let _ = reply.send(Err(RpcError::new(
+                    -32601,
+                    "sluice doctor answers no questions",
+                )));
+            }
+            Related::Notification(_) => {}
+        }
+    }
+    (outcome(answer), progress)
+}
+
+async fn probe_list_tool(
+    conn: &Connection,
+    tool: &Value,
+    arguments: &Value,
+    first: &Outcome,
+    timeout: Duration,
+) -> ListToolProbe {
+    let name = tool.get("name").and_then(Value::as_str).unwrap_or_default();
+    let schema = tool.get("inputSchema").unwrap_or(&Value::Null);
+    let mut probe = ListToolProbe {
+        tool: name.to_owned(),
+        definition: tool.clone(),
+        first: Some(first.clone()),
+        ..ListToolProbe::default()
+    };
+    let Some((limit, max)) = plan::limit_param(schema) else {
+        return probe;
+    };
+    let with = |extra: &[(&str, Value)]| {
+        let mut args = arguments.clone();
+        if let Some(obj) = args.as_object_mut() {
+            for (k, v) in extra {
+                obj.insert((*k).to_owned(), v.clone());
+            }
+        }
+        json!({"name": name, "arguments": args})
+    };
+    if let Some(max) = max {
+        let huge = (max.saturating_mul(10)).max(1000);
+        let answer = request(conn, "tools/call", with(&[(limit, json!(huge))]), timeout).await;
+        probe.huge_limit = Some((huge, answer));
+    }
+    let wide = max.unwrap_or(200).min(200);
+    let answer = request(conn, "tools/call", with(&[(limit, json!(wide))]), timeout).await;
+    probe.wide = Some((wide, answer));
+    let Some(cursor_arg) = plan::cursor_param(schema) else {
+        return probe;
+    };
+    let mut total = 0;
+    let mut cursor: Option<String> = None;
+    for _ in 0..DRAIN_PAGES {
+        let mut extra = vec![(limit, json!(1))];
+        if let Some(c) = &cursor {
+            extra.push((cursor_arg, json!(c)));
+        }
+        let answer = request(conn, "tools/call", with(&extra), timeout).await;
+        let Some(result) = answer
+            .result()
+            .filter(|r| r.get("isError") != Some(&json!(true)))
+        else {
+            return probe;
+        };
+        let page = plan::page_view(result);
+        total += page.rows.unwrap_or(0);
+        match page.cursor {
+            Some(c) if Some(&c) != cursor.as_ref() => cursor = Some(c),
+            Some(_) => return probe,
+            None => {
+                probe.drained = Some((total, true));
+                return probe;
+            }
+        }
+    }
+    probe.drained = Some((total, false));
+    probe
+}
+
+/// A handshake (legacy) or a request (modern) naming an unknown version,
+/// sent raw: the connector would never send one.
+async fn unknown_version(target: &Target, era: Era, timeout: Duration) -> Outcome {
+    let message = match era {
+        Era::Legacy => json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+            "protocolVersion": UNKNOWN_VERSION, "capabilities": {},
+            "clientInfo": {"name": format!("{NAME}-doctor"), "version": VERSION}}}),
+        Era::Modern => {
+            json!({"jsonrpc": "2.0", "id": 1, "method": "tools/list", "params": {"_meta": {
+            protocol::META_PROTOCOL_VERSION: UNKNOWN_VERSION,
+            protocol::META_CLIENT_CAPABILITIES: {},
+            protocol::META_CLIENT_INFO: {"name": format!("{NAME}-doctor"), "version": VERSION}}}})
+        }
+    };
+    let method = message["method"].as_str().unwrap_or_default().to_owned();
+    match target {
+        Target::Stdio { command, args } => raw_stdio(command, args, &message, timeout).await,
+        Target::Http { url } => {
+            let headers = [
+                ("mcp-protocol-version", UNKNOWN_VERSION),
+                ("mcp-method", method.as_str()),
+            ];
+            match raw_post(url, &message, &headers, timeout).await {
+                Ok((_, answer)) => answer,
+                Err(e) => Outcome::Failed(e),
+            }
+        }
+    }
+}
+
+/// Starts the command afresh, sends one message, reads its answer.
+async fn raw_stdio(command: &str, args: &[String], message: &Value, timeout: Duration) -> Outcome {
+    let mut cmd = tokio::process::Command::new(command);
+    cmd.args(args)
+        .env_clear()
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .kill_on_drop(true);
+    for inherited in ["PATH", "HOME"] {
+        if let Some(v) = std::env::var_os(inherited) {
+            cmd.env(inherited, v);
+        }
+    }
+    let exchange = async {
+        let mut child = cmd
+            .spawn()
+            .map_err(|e| format!("could not start {command:?}: {e}"))?;
+        let mut stdin = child.stdin.take().ok_or("no stdin")?;
+        let stdout = child.stdout.take().ok_or("no stdout")?;
+        let mut line = serde_json::to_vec(message).map_err(|e| e.to_string())?;
+        line.push(b'\n');
+        stdin.write_all(&line).await.map_err(|e| e.to_string())?;
+        stdin.flush().await.map_err(|e| e.to_string())?;
+        let mut lines = BufReader::new(stdout).lines();
+        while let Some(line) = lines.next_line().await.map_err(|e| e.to_string())? {
+            if let Ok(answer) = serde_json::from_str::<Value>(&line)
+                && answer.get("id") == message.get("id")
+            {
+                let _ = child.start_kill();
+                return Ok(answer_outcome(&answer));
+            }
+        }
+        Err("the process closed its output without answering".to_owned())
+    };
+    match tokio::time::timeout(timeout, exchange).await {
+        Ok(Ok(outcome)) => outcome,
+        Ok(Err(e)) => Outcome::Failed(e),
+        Err(_) => Outcome::Failed(format!("no answer within {timeout:?}")),
+    }
+}
+
+fn answer_outcome(answer: &Value) -> Outcome {
+    match (answer.get("result"), answer.get("error")) {
+        (Some(r), _) => Outcome::Result(r.clone()),
+        (_, Some(e)) => Outcome::Error(e.clone()),
+        _ => Outcome::Failed("an answer with neither result nor error".into()),
+    }
+}
+
+/// POSTs one message; the HTTP status and the JSON-RPC answer (from a
+/// JSON body or the SSE stream).
+async fn raw_post(
+    url: &str,
+    message: &Value,
+    headers: &[(&str, &str)],
+    timeout: Duration,
+) -> Result<(u16, Outcome), String> {
+    let client = reqwest::Client::builder()
+        .timeout(timeout)
+        .redirect(reqwest::redirect::Policy::none())
+        .build()
+        .map_err(|e| e.to_string())?;
+    let mut req = client
+        .post(url)
+        .header("accept", "application/json, text/event-stream")
+        .header("content-type", "application/json");
+    for (k, v) in headers {
+        req = req.header(*k, *v);
+    }
+    let resp = req
+        .body(message.to_string())
+        .send()
+        .await
+        .map_err(|e| format!("POST {url}: {e}"))?;
+    let status = resp.status().as_u16();
+    let sse = resp
+        .headers()
+        .get("content-type")
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|v| v.starts_with("text/event-stream"));
+    let text = resp.text().await.unwrap_or_default();
+    let answer = if sse {
+        text.lines()
+            .filter_map(|l| l.strip_prefix("data:"))
+            .filter_map(|d| serde_json::from_str::<Value>(d.trim()).ok())
+            .find(|m| m.get("id") == message.get("id"))
+    } else {
+        serde_json::from_str::<Value>(&text).ok()
+    };
+    let outcome = match answer {
+        Some(a) => answer_outcome(&a),
+        None => Outcome::Failed(format!("HTTP {status} without a JSON-RPC answer")),
+    };
+    Ok((status, outcome))
+}
+
+/// The HTTP-only probes: `/health`, a foreign `Origin`, a bad version
+/// header, and whether the endpoint wants credentials. The `Origin` rides
+/// on a request the server would otherwise serve (`initialize` for a legacy
+/// server, `server/discover` for a modern one), so that a refusal can only
+/// be about the `Origin`.
+async fn http_probes(url: &str, era: Era, timeout: Duration) -> HttpProbes {
+    let mut probes = HttpProbes::default();
+    let origin = url
+        .find("://")
+        .and_then(|i| url[i + 3..].find('/').map(|j| &url[..i + 3 + j]))
+        .unwrap_or(url);
+    if let Ok(client) = reqwest::Client::builder().timeout(timeout).build()
+        && let Ok(resp) = client.get(format!("{origin}/health")).send().await
+    {
+        let status = resp.status().as_u16();
+        let body = resp
+            .text()
+            .await
+            .ok()
+            .and_then(|t| serde_json::from_str::<Value>(&t).ok());
+        probes.health = Some((status, body));
+    }
+    let init = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+        "protocolVersion": protocol::LEGACY_VERSIONS[0], "capabilities": {},
+        "clientInfo": {"name": format!("{NAME}-doctor"), "version": VERSION}}});
+    if let Ok((status, _)) = raw_post(url, &init, &[], timeout).await
+        && status == 401
+    {
+        probes.unauthenticated = Some(status);
+    }
+    let discover = json!({"jsonrpc": "2.0", "id": 2, "method": "server/discover", "params": {"_meta": {
+        protocol::META_PROTOCOL_VERSION: protocol::MODERN_VERSION,
+        protocol::META_CLIENT_CAPABILITIES: {},
+        protocol::META_CLIENT_INFO: {"name": format!("{NAME}-doctor"), "version": VERSION}}}});
+    let modern_headers = [
+        ("mcp-protocol-version", protocol::MODERN_VERSION),
+        ("mcp-method", "server/discover"),
+    ];
+    let foreign = ("origin", "http://evil.example");
+    let probe = match era {
+        Era::Modern => {
+            raw_post(
+                url,
+                &discover,
+                &[modern_headers[0], modern_headers[1], foreign],
+                timeout,
+            )
+            .await
+        }
+        Era::Legacy => raw_post(url, &init, &[foreign], timeout).await,
+    };
+    if let Ok((status, _)) = probe {
+        probes.foreign_origin = Some(status);
+    }
+    probes.bad_version_header = bad_version_header(url, timeout).await;
+    probes
+}
+
+/// A request carrying `MCP-Protocol-Version: 1999-01-01` after a legacy
+/// handshake (so that the header is the only thing wrong with it).
+async fn bad_version_header(url: &str, timeout: Duration) -> Option<u16> {
+    let client = reqwest::Client::builder().timeout(timeout).build().ok()?;
+    let init = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+        "protocolVersion": protocol::LEGACY_VERSIONS[0], "capabilities": {},
+        "clientInfo": {"name": format!("{NAME}-doctor"), "version": VERSION}}});
+    let resp = client
+        .post(url)
+        .header("accept", "application/json, text/event-stream")
+        .header("content-type", "application/json")
+        .body(init.to_string())
+        .send()
+        .await
+        .ok()?;
+    let session = resp
+        .headers()
+        .get("mcp-session-id")
+        .and_then(|v| v.to_str().ok())
+        .map(str::to_owned);
+    let _ = resp.bytes().await;
+    let list = json!({"jsonrpc": "2.0", "id": 2, "method": "tools/list", "params": {}});
+    let mut req = client
+        .post(url)
+        .header("accept", "application/json, text/event-stream")
+        .header("content-type", "application/json")
+        .header("mcp-protocol-version", UNKNOWN_VERSION);
+    if let Some(session) = &session {
+        req = req.header("mcp-session-id", session);
+    }
+    let status = req
+        .body(list.to_string())
+        .send()
+        .await
+        .ok()?
+        .status()
+        .as_u16();
+    if let Some(session) = session {
+        let _ = client
+            .delete(url)
+            .header("mcp-session-id", session)
+            .send()
+            .await;
+    }
+    Some(status)
+}
