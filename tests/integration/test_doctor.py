@@ -72,7 +72,7 @@ EXPECTED_EVERYTHING_STDIO: dict[str, str] = {
     "S-11/output-schema": "pass",
     "S-11/error-codes": "fail",  # an unknown tool is answered with an isError result
     "S-12/invalid-cursor": "fail",  # tools/list with an unknown cursor serves a page
-    "S-12/opaque-cursor": "pass",  # nothing pages
+    "S-12/opaque-cursor": "could-not-judge",  # nothing pages: no cursor to judge
     "S-12/pagination": "pass",
     "S-13/progress": "pass",
     "S-14/version-echo": "pass",
@@ -101,7 +101,7 @@ EXPECTED_TIME_STDIO: dict[str, str] = {
     "S-11/output-schema": "could-not-judge",  # no read-only tool with an outputSchema
     "S-11/error-codes": "pass",
     "S-12/invalid-cursor": "fail",  # tools/list with an unknown cursor serves a page
-    "S-12/opaque-cursor": "pass",  # nothing pages
+    "S-12/opaque-cursor": "could-not-judge",  # nothing pages: no cursor to judge
     "S-12/pagination": "pass",
     "S-13/progress": "could-not-judge",  # no called tool reports progress
     "S-14/version-echo": "pass",
@@ -467,6 +467,9 @@ def write_fixture_config(path: Path) -> Path:
         "[server]",
         f"separator = {toml_str(H.SEPARATOR)}",
         'request_timeout = "60s"',
+        "",
+        "[catalog]",
+        "list_page_size = 5  # sluice pages its own lists, so its cursors are judged too",
         "",
         "[[upstream]]",
         'name = "fixture"',

@@ -107,11 +107,16 @@ struct DoctorArgs {
     /// may destroy something).
     #[arg(long)]
     allow_calls: bool,
-    /// The most one request may take.
+    /// The most one request may take (1ms to 1h).
     #[arg(long, value_name = "DURATION", default_value = "10s", value_parser = parse_duration_arg)]
     timeout: std::time::Duration,
-    /// The read budget results are measured against, in bytes.
-    #[arg(long, value_name = "BYTES", default_value_t = sluice_core::boundary::budget::DEFAULT_READ_BUDGET)]
+    /// The most all tool calls may take together (1ms to 1h); tools left
+    /// when it is spent are reported as not called.
+    #[arg(long, value_name = "DURATION", default_value = "2m", value_parser = parse_duration_arg)]
+    budget: std::time::Duration,
+    /// The read budget results are measured against, in bytes (at most 1 GiB).
+    #[arg(long, value_name = "BYTES", default_value_t = sluice_core::boundary::budget::DEFAULT_READ_BUDGET,
+          value_parser = parse_budget_arg)]
     read_budget: usize,
     /// A URL (http:// or https://), or after `--`, a command and its arguments.
     #[arg(
@@ -124,8 +129,21 @@ struct DoctorArgs {
 }
 
 fn parse_duration_arg(s: &str) -> Result<std::time::Duration, String> {
-    config::parse_duration(s)
-        .ok_or_else(|| format!("{s:?} is not a duration (e.g. 10s, 500ms, 2m)"))
+    let d = config::parse_duration(s)
+        .ok_or_else(|| format!("{s:?} is not a duration (e.g. 10s, 500ms, 2m)"))?;
+    let range = std::time::Duration::from_millis(1)..=std::time::Duration::from_secs(3600);
+    if range.contains(&d) {
+        Ok(d)
+    } else {
+        Err(format!("{s:?} is out of range: 1ms to 1h"))
+    }
+}
+
+fn parse_budget_arg(s: &str) -> Result<usize, String> {
+    match s.parse::<usize>() {
+        Ok(n) if (1..=1 << 30).contains(&n) => Ok(n),
+        _ => Err(format!("{s:?}: a number of bytes from 1 to 1073741824")),
+    }
 }
 
 #[derive(clap::Args)]
@@ -379,6 +397,7 @@ fn doctor(args: DoctorArgs) -> anyhow::Result<ExitCode> {
         manifest,
         read_budget: args.read_budget,
         timeout: args.timeout,
+        budget: args.budget,
     };
     let report = runtime()?.block_on(examine(&options));
     if args.json {

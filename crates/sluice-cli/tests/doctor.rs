@@ -104,7 +104,7 @@ fn protocol_result_detectors() {
         "S-11/output-schema",
         &with(&["--violate", "output-schema"]),
         &CLEAN,
-        "echo: structuredContent does not match outputSchema at \\\"/text\\\"",
+        "echo: structuredContent does not match outputSchema (schema /properties/text/type)",
     );
     fails_and_passes(
         "S-11/error-codes",

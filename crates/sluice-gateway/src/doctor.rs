@@ -11,17 +11,21 @@
 use std::process::Stdio;
 use std::time::Duration;
 
+use futures::StreamExt;
+use process_wrap::tokio::{CommandWrap, KillOnDrop, ProcessGroup};
 use serde_json::{Value, json};
+use sluice_core::boundary::redact::{DEFAULT_SECRET_KEYS, Redactor};
 use sluice_core::config::{Config, Source, UpstreamConfig, UpstreamTransport};
-use sluice_core::discovery::{CatalogRead, ListKind};
+use sluice_core::discovery::{CatalogRead, IncompleteReason, ListKind};
 use sluice_core::doctor::observe::{
     Call, CatalogOutcome, HttpProbes, ListToolProbe, Observations, Outcome, Transport,
 };
 use sluice_core::doctor::{Report, ServerName, detect, plan};
 use sluice_core::jsonrpc::RpcError;
 use sluice_core::protocol::{self, Era};
-use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
+use tokio::io::AsyncWriteExt;
 use tokio::sync::mpsc;
+use tokio_util::codec::{FramedRead, LinesCodec};
 use tokio_util::sync::CancellationToken;
 
 use crate::gateway::{NAME, VERSION};
@@ -58,6 +62,9 @@ pub struct Options {
     pub read_budget: usize,
     /// The most one request may take.
     pub timeout: Duration,
+    /// The most the tool calls may take in all; tools left when it is
+    /// spent are not called (and said so).
+    pub budget: Duration,
 }
 
 /// The most tools called (a server with hundreds is judged on the first).
@@ -66,6 +73,8 @@ const MAX_CALLS: usize = 50;
 const CURSOR_PAGES: usize = 5;
 /// The most pages walked one row at a time through a list tool.
 const DRAIN_PAGES: usize = 200;
+/// The largest answer a raw probe reads.
+const RAW_MAX_BYTES: usize = 16 * 1024 * 1024;
 /// A cursor no server issued.
 const BOGUS_CURSOR: &str = "sluice-doctor-not-a-cursor";
 /// A protocol version no one speaks.
@@ -78,24 +87,19 @@ pub async fn examine(options: &Options) -> Report {
         .handshake
         .as_ref()
         .and_then(detect::server_info)
-        .and_then(|info| {
-            Some(ServerName {
-                name: info.get("name")?.as_str()?.to_owned(),
-                version: info
-                    .get("version")
-                    .and_then(Value::as_str)
-                    .unwrap_or_default()
-                    .to_owned(),
-            })
+        .map(|info| ServerName {
+            name: info
+                .get("name")
+                .and_then(Value::as_str)
+                .unwrap_or_default()
+                .to_owned(),
+            version: info
+                .get("version")
+                .and_then(Value::as_str)
+                .unwrap_or_default()
+                .to_owned(),
         });
-    let (target, transport) = match &options.target {
-        Target::Stdio { command, args } => {
-            let mut words = vec![command.clone()];
-            words.extend(args.iter().cloned());
-            (words.join(" "), "stdio")
-        }
-        Target::Http { url } => (url.clone(), "http"),
-    };
+    let (target, transport) = (describe(&options.target), transport_name(&options.target));
     Report::new(
         target,
         transport,
@@ -103,6 +107,39 @@ pub async fn examine(options: &Options) -> Report {
         server,
         detect::judge(&obs),
     )
+}
+
+fn transport_name(target: &Target) -> &'static str {
+    match target {
+        Target::Stdio { .. } => "stdio",
+        Target::Http { .. } => "http",
+    }
+}
+
+/// The target as the report names it, without what may be a secret: a
+/// URL's credentials and query, a command line's credential patterns and
+/// `KEY=value` pairs under secret names.
+fn describe(target: &Target) -> String {
+    let text = match target {
+        Target::Stdio { command, args } => {
+            let mut words = vec![command.clone()];
+            words.extend(args.iter().cloned());
+            words.join(" ")
+        }
+        Target::Http { url } => match sluice_core::outbound::Url::parse(url) {
+            Ok(mut u) => {
+                let _ = u.set_username("");
+                let _ = u.set_password(None);
+                u.set_query(None);
+                u.to_string()
+            }
+            Err(_) => url.clone(),
+        },
+    };
+    let redactor = Redactor::new(Vec::new(), DEFAULT_SECRET_KEYS);
+    let mut value = Value::String(text);
+    redactor.redact(&mut value);
+    value.as_str().unwrap_or_default().to_owned()
 }
 
 async fn observe(options: &Options) -> Observations {
@@ -124,6 +161,10 @@ async fn observe(options: &Options) -> Observations {
         Ok(conn) => conn,
         Err(e) => {
             obs.connect_error = Some(e);
+            // S-7 and S-22 are still judged from what HTTP says.
+            if let Target::Http { url } = &options.target {
+                obs.http = Some(http_probes(url, Era::Legacy, options.timeout).await);
+            }
             return obs;
         }
     };
@@ -152,6 +193,10 @@ async fn observe(options: &Options) -> Observations {
         CatalogRead::Incomplete { list, reason } => CatalogOutcome::Incomplete {
             list: *list,
             reason: reason.to_string(),
+            fault: !matches!(
+                reason,
+                IncompleteReason::PageCap | IncompleteReason::ItemCap | IncompleteReason::Timeout
+            ),
         },
     });
     if let CatalogRead::Complete(catalog) = &read {
@@ -186,7 +231,7 @@ fn settings(timeout: Duration) -> Settings {
     };
     settings.request_timeout = timeout;
     settings.startup_timeout = timeout.max(Duration::from_secs(5));
-    settings.catalog_read_timeout = timeout * 6;
+    settings.catalog_read_timeout = timeout.saturating_mul(6);
     settings
 }
 
@@ -230,6 +275,7 @@ fn outcome(answer: Result<Value, UpstreamError>) -> Outcome {
     match answer {
         Ok(result) => Outcome::Result(result),
         Err(UpstreamError::Rpc(e)) => Outcome::Error(error_value(&e)),
+        Err(UpstreamError::TooLarge { .. }) => Outcome::TooLarge,
         Err(other) => Outcome::Failed(other.to_string()),
     }
 }
@@ -291,6 +337,7 @@ async fn serve_lists(conn: &Connection, obs: &mut Observations, timeout: Duratio
 async fn call_tools(conn: &Connection, obs: &mut Observations, options: &Options) {
     let tools = obs.tools.clone();
     let mut called = 0;
+    let deadline = tokio::time::Instant::now() + options.budget;
     for (i, tool) in tools.iter().enumerate() {
         let name = tool.get("name").and_then(Value::as_str).unwrap_or_default();
         if let Err(why) = plan::may_call(tool, options.allow_calls) {
@@ -312,9 +359,19 @@ async fn call_tools(conn: &Connection, obs: &mut Observations, options: &Options
             ));
             continue;
         }
+        if tokio::time::Instant::now() >= deadline {
+            obs.not_called.push((
+                name.to_owned(),
+                format!("the calls' time budget ({:?}) was spent", options.budget),
+            ));
+            continue;
+        }
         called += 1;
         let (outcome, progress) = call(conn, name, &arguments, i, options.timeout).await;
-        if plan::is_list_tool(tool) {
+        // Paging a tool calls it many times: read-only tools only, even
+        // with --allow-calls.
+        let read_only = tool.pointer("/annotations/readOnlyHint") == Some(&Value::Bool(true));
+        if plan::is_list_tool(tool) && read_only {
             let probe = probe_list_tool(conn, tool, &arguments, &outcome, options.timeout).await;
             obs.list_tools.push(probe);
         }
@@ -339,26 +396,41 @@ async fn call(
     let (tx, mut rx) = mpsc::channel(256);
     let params = json!({"name": name, "arguments": arguments,
         "_meta": {"progressToken": format!("sluice-doctor-{n}")}});
-    let answer = conn
-        .request("tools/call", params, &json!({}), Some(tx), timeout, &[])
-        .await;
+    let no_capabilities = json!({});
+    let answer = conn.request(
+        "tools/call",
+        params,
+        &no_capabilities,
+        Some(tx),
+        timeout,
+        &[],
+    );
+    tokio::pin!(answer);
     let mut progress = Vec::new();
-    while let Ok(item) = rx.try_recv() {
-        match item {
-            Related::Notification(m)
-                if m.get("method").and_then(Value::as_str) == Some("notifications/progress") =>
-            {
-                progress.push(m.get("params").cloned().unwrap_or(Value::Null));
-            }
-            // A question the doctor does not answer.
-            Related::Request { reply, .. } => {
-                let _ = reply.send(Err(RpcError::new(
-                    -32601,
-                    "sluice doctor answers no questions",
-                )));
-            }
-            Related::Notification(_) => {}
+    let take = |item: Related, progress: &mut Vec<Value>| match item {
+        Related::Notification(m)
+            if m.get("method").and_then(Value::as_str) == Some("notifications/progress") =>
+        {
+            progress.push(m.get("params").cloned().unwrap_or(Value::Null));
         }
+        // A question (sampling, elicitation) is declined at once, so the
+        // call goes on instead of waiting for an answer that never comes.
+        Related::Request { reply, .. } => {
+            let _ = reply.send(Err(RpcError::new(
+                -32601,
+                "sluice doctor answers no questions",
+            )));
+        }
+        Related::Notification(_) => {}
+    };
+    let answer = loop {
+        tokio::select! {
+            answer = &mut answer => break answer,
+            Some(item) = rx.recv() => take(item, &mut progress),
+        }
+    };
+    while let Ok(item) = rx.try_recv() {
+        take(item, &mut progress);
     }
     (outcome(answer), progress)
 }
@@ -378,6 +450,9 @@ async fn probe_list_tool(
         first: Some(first.clone()),
         ..ListToolProbe::default()
     };
+    probe
+        .cursors
+        .extend(first.result().and_then(|r| plan::page_view(r).cursor));
     let Some((limit, max)) = plan::limit_param(schema) else {
         return probe;
     };
@@ -397,6 +472,9 @@ async fn probe_list_tool(
     }
     let wide = max.unwrap_or(200).min(200);
     let answer = request(conn, "tools/call", with(&[(limit, json!(wide))]), timeout).await;
+    probe
+        .cursors
+        .extend(answer.result().and_then(|r| plan::page_view(r).cursor));
     probe.wide = Some((wide, answer));
     let Some(cursor_arg) = plan::cursor_param(schema) else {
         return probe;
@@ -418,7 +496,10 @@ async fn probe_list_tool(
         let page = plan::page_view(result);
         total += page.rows.unwrap_or(0);
         match page.cursor {
-            Some(c) if Some(&c) != cursor.as_ref() => cursor = Some(c),
+            Some(c) if Some(&c) != cursor.as_ref() => {
+                probe.cursors.push(c.clone());
+                cursor = Some(c);
+            }
             Some(_) => return probe,
             None => {
                 probe.drained = Some((total, true));
@@ -434,62 +515,81 @@ async fn probe_list_tool(
 /// sent raw: the connector would never send one.
 async fn unknown_version(target: &Target, era: Era, timeout: Duration) -> Outcome {
     let message = match era {
-        Era::Legacy => json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
-            "protocolVersion": UNKNOWN_VERSION, "capabilities": {},
-            "clientInfo": {"name": format!("{NAME}-doctor"), "version": VERSION}}}),
-        Era::Modern => {
-            json!({"jsonrpc": "2.0", "id": 1, "method": "tools/list", "params": {"_meta": {
-            protocol::META_PROTOCOL_VERSION: UNKNOWN_VERSION,
-            protocol::META_CLIENT_CAPABILITIES: {},
-            protocol::META_CLIENT_INFO: {"name": format!("{NAME}-doctor"), "version": VERSION}}}})
-        }
+        Era::Legacy => initialize_message(UNKNOWN_VERSION),
+        Era::Modern => modern_message("tools/list", UNKNOWN_VERSION),
     };
-    let method = message["method"].as_str().unwrap_or_default().to_owned();
     match target {
         Target::Stdio { command, args } => raw_stdio(command, args, &message, timeout).await,
         Target::Http { url } => {
-            let headers = [
-                ("mcp-protocol-version", UNKNOWN_VERSION),
-                ("mcp-method", method.as_str()),
-            ];
+            let headers = match era {
+                Era::Legacy => vec![],
+                Era::Modern => vec![
+                    ("mcp-protocol-version", UNKNOWN_VERSION),
+                    ("mcp-method", "tools/list"),
+                ],
+            };
             match raw_post(url, &message, &headers, timeout).await {
-                Ok((_, answer)) => answer,
+                Ok(answer) => {
+                    end_session(url, answer.session.as_deref(), timeout).await;
+                    answer.outcome
+                }
                 Err(e) => Outcome::Failed(e),
             }
         }
     }
 }
 
-/// Starts the command afresh, sends one message, reads its answer.
+fn client_info() -> Value {
+    json!({"name": format!("{NAME}-doctor"), "version": VERSION})
+}
+
+fn initialize_message(version: &str) -> Value {
+    json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+        "protocolVersion": version, "capabilities": {}, "clientInfo": client_info()}})
+}
+
+fn modern_message(method: &str, version: &str) -> Value {
+    json!({"jsonrpc": "2.0", "id": 1, "method": method, "params": {"_meta": {
+        protocol::META_PROTOCOL_VERSION: version,
+        protocol::META_CLIENT_CAPABILITIES: {},
+        protocol::META_CLIENT_INFO: client_info()}}})
+}
+
+/// Starts the command afresh (in its own process group, killed with it,
+/// its spawn logged like an upstream's), sends one message, reads its
+/// answer: at most [`RAW_MAX_BYTES`] a line, within `timeout`.
 async fn raw_stdio(command: &str, args: &[String], message: &Value, timeout: Duration) -> Outcome {
     let mut cmd = tokio::process::Command::new(command);
     cmd.args(args)
         .env_clear()
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .kill_on_drop(true);
+        .stderr(Stdio::null());
     for inherited in ["PATH", "HOME"] {
         if let Some(v) = std::env::var_os(inherited) {
             cmd.env(inherited, v);
         }
     }
+    let mut wrapped = CommandWrap::from(cmd);
+    wrapped.wrap(ProcessGroup::leader()).wrap(KillOnDrop);
     let exchange = async {
-        let mut child = cmd
+        let mut child = wrapped
             .spawn()
             .map_err(|e| format!("could not start {command:?}: {e}"))?;
-        let mut stdin = child.stdin.take().ok_or("no stdin")?;
-        let stdout = child.stdout.take().ok_or("no stdout")?;
+        tracing::info!(command, args = ?args, pid = ?child.id(), "spawned the server for a raw probe");
+        let mut stdin = child.stdin().take().ok_or("no stdin")?;
+        let stdout = child.stdout().take().ok_or("no stdout")?;
         let mut line = serde_json::to_vec(message).map_err(|e| e.to_string())?;
         line.push(b'\n');
         stdin.write_all(&line).await.map_err(|e| e.to_string())?;
         stdin.flush().await.map_err(|e| e.to_string())?;
-        let mut lines = BufReader::new(stdout).lines();
-        while let Some(line) = lines.next_line().await.map_err(|e| e.to_string())? {
+        let mut lines = FramedRead::new(stdout, LinesCodec::new_with_max_length(RAW_MAX_BYTES));
+        while let Some(line) = lines.next().await {
+            let line = line.map_err(|e| e.to_string())?;
             if let Ok(answer) = serde_json::from_str::<Value>(&line)
                 && answer.get("id") == message.get("id")
             {
-                let _ = child.start_kill();
+                let _ = Box::into_pin(child.kill()).await;
                 return Ok(answer_outcome(&answer));
             }
         }
@@ -502,7 +602,12 @@ async fn raw_stdio(command: &str, args: &[String], message: &Value, timeout: Dur
     }
 }
 
+/// A JSON-RPC answer, or `Failed` for a body that is not one (an auth
+/// server's `{"error": "invalid_token"}` is no JSON-RPC error).
 fn answer_outcome(answer: &Value) -> Outcome {
+    if answer.get("jsonrpc").and_then(Value::as_str) != Some("2.0") {
+        return Outcome::Failed("the answer is not JSON-RPC 2.0".into());
+    }
     match (answer.get("result"), answer.get("error")) {
         (Some(r), _) => Outcome::Result(r.clone()),
         (_, Some(e)) => Outcome::Error(e.clone()),
@@ -510,19 +615,33 @@ fn answer_outcome(answer: &Value) -> Outcome {
     }
 }
 
-/// POSTs one message; the HTTP status and the JSON-RPC answer (from a
-/// JSON body or the SSE stream).
+/// A client for raw probes: no redirect, no proxy, bounded in time.
+fn raw_client(timeout: Duration) -> Result<reqwest::Client, String> {
+    reqwest::Client::builder()
+        .timeout(timeout)
+        .redirect(reqwest::redirect::Policy::none())
+        .no_proxy()
+        .build()
+        .map_err(|e| e.without_url().to_string())
+}
+
+/// What a raw POST got back.
+struct RawAnswer {
+    status: u16,
+    outcome: Outcome,
+    /// The `Mcp-Session-Id` it opened, if any.
+    session: Option<String>,
+}
+
+/// POSTs one message; the status and the JSON-RPC answer (from a JSON body
+/// or the SSE stream), read up to [`RAW_MAX_BYTES`].
 async fn raw_post(
     url: &str,
     message: &Value,
     headers: &[(&str, &str)],
     timeout: Duration,
-) -> Result<(u16, Outcome), String> {
-    let client = reqwest::Client::builder()
-        .timeout(timeout)
-        .redirect(reqwest::redirect::Policy::none())
-        .build()
-        .map_err(|e| e.to_string())?;
+) -> Result<RawAnswer, String> {
+    let client = raw_client(timeout)?;
     let mut req = client
         .post(url)
         .header("accept", "application/json, text/event-stream")
@@ -530,18 +649,34 @@ async fn raw_post(
     for (k, v) in headers {
         req = req.header(*k, *v);
     }
-    let resp = req
+    let mut resp = req
         .body(message.to_string())
         .send()
         .await
-        .map_err(|e| format!("POST {url}: {e}"))?;
+        .map_err(|e| format!("the POST failed: {}", e.without_url()))?;
     let status = resp.status().as_u16();
+    let session = resp
+        .headers()
+        .get("mcp-session-id")
+        .and_then(|v| v.to_str().ok())
+        .map(str::to_owned);
     let sse = resp
         .headers()
         .get("content-type")
         .and_then(|v| v.to_str().ok())
         .is_some_and(|v| v.starts_with("text/event-stream"));
-    let text = resp.text().await.unwrap_or_default();
+    let mut body = Vec::new();
+    while let Ok(Some(chunk)) = resp.chunk().await {
+        if body.len() + chunk.len() > RAW_MAX_BYTES {
+            break;
+        }
+        body.extend_from_slice(&chunk);
+        // An SSE answer ends with the response; stop at the first one.
+        if sse && String::from_utf8_lossy(&body).contains("\"id\"") && body.ends_with(b"\n\n") {
+            break;
+        }
+    }
+    let text = String::from_utf8_lossy(&body);
     let answer = if sse {
         text.lines()
             .filter_map(|l| l.strip_prefix("data:"))
@@ -554,7 +689,23 @@ async fn raw_post(
         Some(a) => answer_outcome(&a),
         None => Outcome::Failed(format!("HTTP {status} without a JSON-RPC answer")),
     };
-    Ok((status, outcome))
+    Ok(RawAnswer {
+        status,
+        outcome,
+        session,
+    })
+}
+
+/// Ends a legacy session a probe opened (best effort).
+async fn end_session(url: &str, session: Option<&str>, timeout: Duration) {
+    let (Some(session), Ok(client)) = (session, raw_client(timeout)) else {
+        return;
+    };
+    let _ = client
+        .delete(url)
+        .header("mcp-session-id", session)
+        .send()
+        .await;
 }
 
 /// The HTTP-only probes: `/health`, a foreign `Origin`, a bad version
@@ -568,96 +719,89 @@ async fn http_probes(url: &str, era: Era, timeout: Duration) -> HttpProbes {
         .find("://")
         .and_then(|i| url[i + 3..].find('/').map(|j| &url[..i + 3 + j]))
         .unwrap_or(url);
-    if let Ok(client) = reqwest::Client::builder().timeout(timeout).build()
-        && let Ok(resp) = client.get(format!("{origin}/health")).send().await
+    if let Ok(client) = raw_client(timeout)
+        && let Ok(mut resp) = client.get(format!("{origin}/health")).send().await
     {
         let status = resp.status().as_u16();
-        let body = resp
-            .text()
-            .await
-            .ok()
-            .and_then(|t| serde_json::from_str::<Value>(&t).ok());
-        probes.health = Some((status, body));
+        let mut body = Vec::new();
+        while let Ok(Some(chunk)) = resp.chunk().await {
+            if body.len() + chunk.len() > RAW_MAX_BYTES {
+                break;
+            }
+            body.extend_from_slice(&chunk);
+        }
+        probes.health = Some((status, serde_json::from_slice::<Value>(&body).ok()));
     }
-    let init = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
-        "protocolVersion": protocol::LEGACY_VERSIONS[0], "capabilities": {},
-        "clientInfo": {"name": format!("{NAME}-doctor"), "version": VERSION}}});
-    if let Ok((status, _)) = raw_post(url, &init, &[], timeout).await
-        && status == 401
-    {
-        probes.unauthenticated = Some(status);
-    }
-    let discover = json!({"jsonrpc": "2.0", "id": 2, "method": "server/discover", "params": {"_meta": {
-        protocol::META_PROTOCOL_VERSION: protocol::MODERN_VERSION,
-        protocol::META_CLIENT_CAPABILITIES: {},
-        protocol::META_CLIENT_INFO: {"name": format!("{NAME}-doctor"), "version": VERSION}}}});
+    let init = initialize_message(protocol::LEGACY_VERSIONS[0]);
+    let discover = modern_message("server/discover", protocol::MODERN_VERSION);
     let modern_headers = [
         ("mcp-protocol-version", protocol::MODERN_VERSION),
         ("mcp-method", "server/discover"),
     ];
+    match era {
+        Era::Modern => {
+            if let Ok(a) = raw_post(url, &discover, &modern_headers, timeout).await
+                && a.status == 401
+            {
+                probes.unauthenticated = Some(401);
+            }
+        }
+        Era::Legacy => {
+            if let Ok(a) = raw_post(url, &init, &[], timeout).await {
+                end_session(url, a.session.as_deref(), timeout).await;
+                if a.status == 401 {
+                    probes.unauthenticated = Some(401);
+                }
+            }
+        }
+    }
     let foreign = ("origin", "http://evil.example");
     let probe = match era {
         Era::Modern => {
-            raw_post(
-                url,
-                &discover,
-                &[modern_headers[0], modern_headers[1], foreign],
-                timeout,
-            )
-            .await
+            let headers = [modern_headers[0], modern_headers[1], foreign];
+            raw_post(url, &discover, &headers, timeout).await
         }
         Era::Legacy => raw_post(url, &init, &[foreign], timeout).await,
     };
-    if let Ok((status, _)) = probe {
-        probes.foreign_origin = Some(status);
+    if let Ok(a) = probe {
+        end_session(url, a.session.as_deref(), timeout).await;
+        probes.foreign_origin = Some(a.status);
     }
-    probes.bad_version_header = bad_version_header(url, timeout).await;
+    probes.bad_version_header = bad_version_header(url, era, timeout).await;
     probes
 }
 
-/// A request carrying `MCP-Protocol-Version: 1999-01-01` after a legacy
-/// handshake (so that the header is the only thing wrong with it).
-async fn bad_version_header(url: &str, timeout: Duration) -> Option<u16> {
-    let client = reqwest::Client::builder().timeout(timeout).build().ok()?;
-    let init = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
-        "protocolVersion": protocol::LEGACY_VERSIONS[0], "capabilities": {},
-        "clientInfo": {"name": format!("{NAME}-doctor"), "version": VERSION}}});
-    let resp = client
-        .post(url)
-        .header("accept", "application/json, text/event-stream")
-        .header("content-type", "application/json")
-        .body(init.to_string())
-        .send()
-        .await
-        .ok()?;
-    let session = resp
-        .headers()
-        .get("mcp-session-id")
-        .and_then(|v| v.to_str().ok())
-        .map(str::to_owned);
-    let _ = resp.bytes().await;
-    let list = json!({"jsonrpc": "2.0", "id": 2, "method": "tools/list", "params": {}});
-    let mut req = client
-        .post(url)
-        .header("accept", "application/json, text/event-stream")
-        .header("content-type", "application/json")
-        .header("mcp-protocol-version", UNKNOWN_VERSION);
-    if let Some(session) = &session {
-        req = req.header("mcp-session-id", session);
+/// A request that is right in every way but its `MCP-Protocol-Version`
+/// header (1999-01-01): a modern `tools/list` whose `_meta` names 2026-07-28,
+/// or a legacy `tools/list` in a freshly opened session.
+async fn bad_version_header(url: &str, era: Era, timeout: Duration) -> Option<u16> {
+    match era {
+        Era::Modern => {
+            let list = modern_message("tools/list", protocol::MODERN_VERSION);
+            let headers = [
+                ("mcp-protocol-version", UNKNOWN_VERSION),
+                ("mcp-method", "tools/list"),
+            ];
+            raw_post(url, &list, &headers, timeout)
+                .await
+                .ok()
+                .map(|a| a.status)
+        }
+        Era::Legacy => {
+            let init = initialize_message(protocol::LEGACY_VERSIONS[0]);
+            let opened = raw_post(url, &init, &[], timeout).await.ok()?;
+            let session = opened.session?;
+            let list = json!({"jsonrpc": "2.0", "id": 2, "method": "tools/list", "params": {}});
+            let headers = [
+                ("mcp-session-id", session.as_str()),
+                ("mcp-protocol-version", UNKNOWN_VERSION),
+            ];
+            let status = raw_post(url, &list, &headers, timeout)
+                .await
+                .ok()
+                .map(|a| a.status);
+            end_session(url, Some(&session), timeout).await;
+            status
+        }
     }
-    let status = req
-        .body(list.to_string())
-        .send()
-        .await
-        .ok()?
-        .status()
-        .as_u16();
-    if let Some(session) = session {
-        let _ = client
-            .delete(url)
-            .header("mcp-session-id", session)
-            .send()
-            .await;
-    }
-    Some(status)
 }

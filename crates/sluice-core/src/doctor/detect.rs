@@ -8,7 +8,7 @@
 
 use serde_json::Value;
 
-use super::observe::{CatalogOutcome, Observations, Outcome, Transport};
+use super::observe::{Call, CatalogOutcome, Observations, Outcome, Transport};
 use super::plan::{self, PageShape};
 use super::{Detector, Finding, Verdict};
 use crate::boundary::budget;
@@ -318,11 +318,26 @@ fn cache_hints(obs: &Observations) -> Verdict {
         let (true, Some(result)) = (CACHEABLE.contains(&method.as_str()), outcome.result()) else {
             continue;
         };
+        // An MRTR round carries no hints.
+        if result.get("resultType").and_then(Value::as_str) == Some("input_required") {
+            continue;
+        }
         checked += 1;
-        for field in ["ttlMs", "cacheScope"] {
-            if result.get(field).is_none() {
-                evidence.push(format!("{method}: no {field}"));
+        match result.get("ttlMs") {
+            None => evidence.push(format!("{method}: no ttlMs")),
+            Some(t) if !t.as_f64().is_some_and(|t| t >= 0.0) => {
+                evidence.push(format!("{method}: ttlMs is not a number >= 0"))
             }
+            Some(_) => {}
+        }
+        match result.get("cacheScope").and_then(Value::as_str) {
+            None if result.get("cacheScope").is_none() => {
+                evidence.push(format!("{method}: no cacheScope"))
+            }
+            Some("public" | "private") => {}
+            _ => evidence.push(format!(
+                "{method}: cacheScope is not \"public\" or \"private\""
+            )),
         }
     }
     tally(
@@ -366,7 +381,12 @@ fn discover(obs: &Observations) -> Verdict {
             "server/discover answered error {}",
             e.get("code").unwrap_or(&Value::Null)
         )]),
-        Some(Outcome::Failed(why)) => fail(vec![format!("server/discover: {why}")]),
+        Some(Outcome::Failed(why)) => {
+            cannot(format!("server/discover got no JSON-RPC answer: {why}"))
+        }
+        Some(Outcome::TooLarge) => fail(vec![
+            "server/discover: an answer over the transport ceiling".into(),
+        ]),
         None => cannot("server/discover was not asked"),
     }
 }
@@ -401,11 +421,19 @@ fn version(obs: &Observations) -> Verdict {
 }
 
 fn output_schema(obs: &Observations) -> Verdict {
+    if !matches!(obs.catalog, Some(CatalogOutcome::Complete { .. })) {
+        return cannot("the tool list could not be read completely");
+    }
     let declares = obs.tools.iter().any(|t| t.get("outputSchema").is_some());
     let mut checked = 0;
     let mut evidence = Vec::new();
     for call in &obs.calls {
-        let Some(result) = call.outcome.result() else {
+        // An MRTR round is no tool result yet.
+        let Some(result) = call
+            .outcome
+            .result()
+            .filter(|r| r.get("resultType").and_then(Value::as_str) != Some("input_required"))
+        else {
             continue;
         };
         let structured = result.get("structuredContent").filter(|s| !s.is_null());
@@ -421,9 +449,10 @@ fn output_schema(obs: &Observations) -> Verdict {
                     Ok(validator) => {
                         if let Some(e) = validator.iter_errors(content).next() {
                             evidence.push(format!(
-                                "{}: structuredContent does not match outputSchema at {:?} (schema {})",
+                                // The schema's path only: the instance's may
+                                // name the payload's own keys.
+                                "{}: structuredContent does not match outputSchema (schema {})",
                                 call.tool,
-                                e.instance_path().as_str(),
                                 e.schema_path().as_str()
                             ));
                         }
@@ -460,18 +489,17 @@ const SPEC_CODES: [i64; 4] = [-32020, -32021, -32022, -32042];
 
 fn error_codes(obs: &Observations) -> Verdict {
     let mut evidence = Vec::new();
-    match &obs.unknown_tool {
-        Some(Outcome::Error(e)) if e.get("code").is_some_and(Value::is_i64) => {}
-        Some(Outcome::Error(_)) => evidence
-            .push("tools/call of an unknown tool: the error's code is not an integer".into()),
-        Some(Outcome::Result(_)) => evidence.push(
+    // A transport failure says nothing about the server's error codes.
+    if let Some(Outcome::Failed(why)) = &obs.unknown_tool {
+        return cannot(format!(
+            "tools/call of an unknown tool got no JSON-RPC answer: {why}"
+        ));
+    }
+    if let Some(Outcome::Result(_)) = &obs.unknown_tool {
+        evidence.push(
             "tools/call of an unknown tool: answered with a result (isError), not a JSON-RPC error"
                 .into(),
-        ),
-        Some(Outcome::Failed(why)) => {
-            evidence.push(format!("tools/call of an unknown tool: {why}"))
-        }
-        None => {}
+        );
     }
     let outcomes = obs
         .served
@@ -508,9 +536,12 @@ fn invalid_cursor(obs: &Observations) -> Verdict {
         Some(Outcome::Result(_)) => fail(vec![
             "tools/list with an unknown cursor: served a page".into(),
         ]),
-        Some(Outcome::Failed(why)) => {
-            fail(vec![format!("tools/list with an unknown cursor: {why}")])
-        }
+        Some(Outcome::Failed(why)) => cannot(format!(
+            "tools/list with an unknown cursor got no JSON-RPC answer: {why}"
+        )),
+        Some(Outcome::TooLarge) => fail(vec![
+            "tools/list with an unknown cursor: an answer over the transport ceiling".into(),
+        ]),
         None => cannot("the server offers no tools to list"),
     }
 }
@@ -529,7 +560,7 @@ fn opaque_cursor(obs: &Observations) -> Verdict {
         return fail(exposed);
     }
     if obs.cursors.is_empty() {
-        pass_note("no list was long enough to page: no cursor to judge")
+        cannot("no list was long enough to page: no cursor to judge")
     } else {
         pass_note(format!("{} cursors checked", obs.cursors.len()))
     }
@@ -544,9 +575,17 @@ fn pagination(obs: &Observations) -> Verdict {
                 .collect::<Vec<_>>()
                 .join(", "),
         ),
-        Some(CatalogOutcome::Incomplete { list, reason }) => {
-            fail(vec![format!("{}: {reason}", list.method())])
-        }
+        Some(CatalogOutcome::Incomplete {
+            list,
+            reason,
+            fault: true,
+        }) => fail(vec![format!("{}: {reason}", list.method())]),
+        // A cap, a deadline or a lost connection is no proof of a broken
+        // list: the walk just did not finish.
+        Some(CatalogOutcome::Incomplete { list, reason, .. }) => cannot(format!(
+            "{} was not read to its end: {reason}",
+            list.method()
+        )),
         None => cannot("the catalog was not read"),
     }
 }
@@ -595,33 +634,26 @@ fn progress(obs: &Observations) -> Verdict {
     }
 }
 
+/// Every published protocol version.
+const PUBLISHED_VERSIONS: [&str; 5] = [
+    "2024-11-05",
+    "2025-03-26",
+    "2025-06-18",
+    "2025-11-25",
+    protocol::MODERN_VERSION,
+];
+
 fn version_echo(obs: &Observations) -> Verdict {
-    let supported = protocol::supported_versions();
     match obs.era {
-        Some(Era::Modern) => {
-            let listed = obs
-                .discover
-                .as_ref()
-                .and_then(Outcome::result)
-                .and_then(|d| d.get("supportedVersions"))
-                .and_then(Value::as_array);
-            match listed {
-                Some(list)
-                    if list
-                        .iter()
-                        .any(|v| v.as_str() == Some(protocol::MODERN_VERSION)) =>
-                {
-                    pass()
-                }
-                Some(_) => fail(vec![
-                    "server/discover: supportedVersions does not list 2026-07-28, which it speaks"
-                        .into(),
-                ]),
-                None => cannot("server/discover gave no supportedVersions"),
-            }
-        }
+        // There is no negotiation to judge: sluice speaks 2026-07-28 to a
+        // server only when its server/discover lists it.
+        Some(Era::Modern) => pass_note(
+            "not applicable: 2026-07-28 has no negotiation (server/discover lists the version)",
+        ),
         _ => match obs.protocol_version.as_deref() {
-            Some(v) if supported.contains(&v) => pass_note(format!("initialize negotiated {v}")),
+            Some(v) if PUBLISHED_VERSIONS.contains(&v) => {
+                pass_note(format!("initialize negotiated {v}"))
+            }
             Some(v) => fail(vec![format!(
                 "initialize answered protocolVersion {v:?}, not a published version"
             )]),
@@ -658,6 +690,9 @@ fn unknown_version(obs: &Observations) -> Verdict {
         (_, Outcome::Failed(why)) => {
             cannot(format!("the request with an unknown version failed: {why}"))
         }
+        (_, Outcome::TooLarge) => cannot(
+            "the answer to the request with an unknown version was over the transport ceiling",
+        ),
     }
 }
 
@@ -677,35 +712,81 @@ fn http_status(
     }
 }
 
-fn no_list_tools(obs: &Observations) -> Option<Verdict> {
-    obs.list_tools
-        .is_empty()
-        .then(|| pass_note("no list-style tools"))
+/// The list-style tools of a completely read catalog, or the verdict when
+/// there are none (or the catalog could not be read).
+fn list_tools(obs: &Observations) -> Result<Vec<&Value>, Verdict> {
+    if !matches!(obs.catalog, Some(CatalogOutcome::Complete { .. })) {
+        return Err(cannot("the tool list could not be read completely"));
+    }
+    let tools: Vec<&Value> = obs.tools.iter().filter(|t| plan::is_list_tool(t)).collect();
+    if tools.is_empty() {
+        return Err(pass_note("not applicable: no list-style tools"));
+    }
+    Ok(tools)
+}
+
+/// Why the list tools that were not probed were not (empty: all were).
+fn unprobed(obs: &Observations, tools: &[&Value]) -> Vec<String> {
+    tools
+        .iter()
+        .filter_map(|t| t.get("name").and_then(Value::as_str))
+        .filter(|name| !obs.list_tools.iter().any(|p| p.tool == *name))
+        .map(|name| {
+            let why = obs
+                .not_called
+                .iter()
+                .find(|(n, _)| n == name)
+                .map_or("not called", |(_, why)| why.as_str());
+            format!("{name}: {why}")
+        })
+        .collect()
+}
+
+/// A probe-based envelope verdict: evidence fails; a list tool left
+/// unprobed, or nothing judged, cannot be judged.
+fn envelope_verdict(
+    obs: &Observations,
+    tools: &[&Value],
+    judged: usize,
+    evidence: Vec<String>,
+    nothing: &str,
+) -> Verdict {
+    if !evidence.is_empty() {
+        return fail(evidence);
+    }
+    let missing = unprobed(obs, tools);
+    if !missing.is_empty() {
+        return cannot(format!("list tools not called: {}", missing.join("; ")));
+    }
+    tally(judged, evidence, nothing, None)
 }
 
 fn limit_bounded(obs: &Observations) -> Verdict {
-    if let Some(v) = no_list_tools(obs) {
-        return v;
-    }
+    let tools = match list_tools(obs) {
+        Ok(t) => t,
+        Err(v) => return v,
+    };
+    // The schema alone says whether a limit is bounded: judged for every
+    // list tool, called or not.
     let mut evidence = Vec::new();
-    for probe in &obs.list_tools {
-        let schema = probe.definition.get("inputSchema").unwrap_or(&Value::Null);
+    for tool in &tools {
+        let name = tool.get("name").and_then(Value::as_str).unwrap_or_default();
+        let schema = tool.get("inputSchema").unwrap_or(&Value::Null);
         match plan::limit_param(schema) {
-            None => evidence.push(format!("{}: takes no limit argument", probe.tool)),
-            Some((name, None)) => evidence.push(format!(
-                "{}: `{name}` has no maximum in its schema",
-                probe.tool
-            )),
-            Some((name, Some(max))) => {
-                if let Some((asked, Outcome::Result(r))) = &probe.huge_limit
+            None => evidence.push(format!("{name}: takes no limit argument")),
+            Some((arg, None)) => {
+                evidence.push(format!("{name}: `{arg}` has no maximum in its schema"))
+            }
+            Some((arg, Some(max))) => {
+                let probe = obs.list_tools.iter().find(|p| p.tool == name);
+                if let Some((asked, Outcome::Result(r))) = probe.and_then(|p| p.huge_limit.as_ref())
                     && r.get("isError") != Some(&Value::Bool(true))
                     && plan::page_view(r)
                         .rows
                         .is_some_and(|rows| rows as u64 > max)
                 {
                     evidence.push(format!(
-                        "{}: `{name}` = {asked} returned more than its maximum {max} rows",
-                        probe.tool
+                        "{name}: `{arg}` = {asked} returned more than its maximum {max} rows"
                     ));
                 }
             }
@@ -719,9 +800,10 @@ fn limit_bounded(obs: &Observations) -> Verdict {
 }
 
 fn silent_cap(obs: &Observations) -> Verdict {
-    if let Some(v) = no_list_tools(obs) {
-        return v;
-    }
+    let tools = match list_tools(obs) {
+        Ok(t) => t,
+        Err(v) => return v,
+    };
     let mut judged = 0;
     let mut evidence = Vec::new();
     for probe in &obs.list_tools {
@@ -741,11 +823,12 @@ fn silent_cap(obs: &Observations) -> Verdict {
             ));
         }
     }
-    tally(
+    envelope_verdict(
+        obs,
+        &tools,
         judged,
         evidence,
         "no list tool could be paged one row at a time to the end",
-        None,
     )
 }
 
@@ -757,89 +840,111 @@ fn first_pages(obs: &Observations) -> impl Iterator<Item = (&str, &Value)> {
 }
 
 fn shape(obs: &Observations) -> Verdict {
-    if let Some(v) = no_list_tools(obs) {
-        return v;
-    }
-    let mut any = 0;
+    let tools = match list_tools(obs) {
+        Ok(t) => t,
+        Err(v) => return v,
+    };
+    let mut judged = 0;
     let mut evidence = Vec::new();
     for (tool, r) in first_pages(obs) {
-        any += 1;
+        judged += 1;
         if plan::page_view(r).shape == PageShape::FlatArray {
             evidence.push(format!("{tool}: answers a bare JSON array"));
         }
     }
-    tally(any, evidence, "no list tool answered", None)
+    envelope_verdict(obs, &tools, judged, evidence, "no list tool answered")
 }
 
 fn tool_cursor(obs: &Observations) -> Verdict {
-    if let Some(v) = no_list_tools(obs) {
-        return v;
-    }
-    let mut seen = 0;
+    let tools = match list_tools(obs) {
+        Ok(t) => t,
+        Err(v) => return v,
+    };
+    let mut judged = 0;
     let mut evidence = Vec::new();
-    for (tool, r) in first_pages(obs) {
-        if let Some(cursor) = plan::page_view(r).cursor {
-            seen += 1;
-            if let Some(why) = plan::cursor_exposes_position(&cursor) {
-                evidence.push(format!("{tool}: the cursor {why}"));
+    for probe in &obs.list_tools {
+        for cursor in &probe.cursors {
+            judged += 1;
+            if let Some(why) = plan::cursor_exposes_position(cursor) {
+                evidence.push(format!("{}: the cursor {why}", probe.tool));
+                break;
             }
         }
     }
-    match (seen, evidence.is_empty()) {
-        (_, false) => fail(evidence),
-        (0, true) => pass_note("no list tool returned a cursor"),
-        _ => pass(),
-    }
+    envelope_verdict(
+        obs,
+        &tools,
+        judged,
+        evidence,
+        "no list tool returned a cursor",
+    )
 }
 
 fn page_bytes(obs: &Observations) -> Verdict {
-    if let Some(v) = no_list_tools(obs) {
-        return v;
-    }
-    let mut any = 0;
+    let tools = match list_tools(obs) {
+        Ok(t) => t,
+        Err(v) => return v,
+    };
+    let mut judged = 0;
     let mut evidence = Vec::new();
     for (tool, r) in first_pages(obs) {
-        any += 1;
-        let bytes = budget::measure(r, DEFAULT_PAGE_BYTES + 1);
-        if bytes > DEFAULT_PAGE_BYTES {
+        // The page itself: servers often send it twice (structured and as
+        // text), and the rule is about the envelope.
+        let Some(page) = plan::page_body(r) else {
+            continue;
+        };
+        judged += 1;
+        if budget::measure(&page, DEFAULT_PAGE_BYTES + 1) > DEFAULT_PAGE_BYTES {
             evidence.push(format!(
                 "{tool}: a page with its default arguments is over {DEFAULT_PAGE_BYTES} bytes"
             ));
         }
     }
-    tally(any, evidence, "no list tool answered", None)
+    envelope_verdict(
+        obs,
+        &tools,
+        judged,
+        evidence,
+        "no list tool answered with a page",
+    )
 }
 
-fn read_only_results(obs: &Observations) -> impl Iterator<Item = (&str, &Value)> {
-    obs.calls
-        .iter()
-        .filter(|c| {
-            c.definition
-                .pointer("/annotations/readOnlyHint")
-                .and_then(Value::as_bool)
-                == Some(true)
-        })
-        .filter_map(|c| c.outcome.result().map(|r| (c.tool.as_str(), r)))
+fn is_read_only(call: &Call) -> bool {
+    call.definition
+        .pointer("/annotations/readOnlyHint")
+        .and_then(Value::as_bool)
+        == Some(true)
 }
 
 fn read_budget(obs: &Observations) -> Verdict {
-    let mut any = 0;
+    let mut judged = 0;
     let mut evidence = Vec::new();
-    for (tool, r) in read_only_results(obs) {
-        any += 1;
-        let bytes = budget::measure(r, obs.read_budget + 1);
-        if bytes > obs.read_budget {
-            evidence.push(format!(
-                "{tool}: its result is over the read budget of {} bytes",
-                obs.read_budget
-            ));
+    for call in obs.calls.iter().filter(|c| is_read_only(c)) {
+        match &call.outcome {
+            Outcome::Result(r) => {
+                judged += 1;
+                if budget::measure(r, obs.read_budget.saturating_add(1)) > obs.read_budget {
+                    evidence.push(format!(
+                        "{}: its result is over the read budget of {} bytes",
+                        call.tool, obs.read_budget
+                    ));
+                }
+            }
+            Outcome::TooLarge => {
+                judged += 1;
+                evidence.push(format!(
+                    "{}: its result is over the transport ceiling (not even read)",
+                    call.tool
+                ));
+            }
+            Outcome::Error(_) | Outcome::Failed(_) => {}
         }
     }
     tally(
-        any,
+        judged,
         evidence,
-        "no read-only tool could be called",
-        Some(format!("{any} read-only results measured")),
+        "no read-only tool answered",
+        Some(format!("{judged} read-only results measured")),
     )
 }
 

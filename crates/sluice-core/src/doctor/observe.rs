@@ -22,6 +22,8 @@ pub enum Outcome {
     Result(Value),
     /// A JSON-RPC error object (`code`, `message`, `data`).
     Error(Value),
+    /// An answer larger than the transport ceiling, dropped unread.
+    TooLarge,
     /// No JSON-RPC answer: a timeout, a lost connection, an HTTP error.
     Failed(String),
 }
@@ -55,6 +57,8 @@ pub struct ListToolProbe {
     pub drained: Option<(usize, bool)>,
     /// A call with the largest limit the schema allows, capped at 200.
     pub wide: Option<(u64, Outcome)>,
+    /// Every cursor the tool returned, on any of these calls.
+    pub cursors: Vec<String>,
 }
 
 /// What sluice's catalog walk made of the server's lists.
@@ -71,6 +75,9 @@ pub enum CatalogOutcome {
         list: ListKind,
         /// The walk's fixed reason (a cycle, a repeated cursor, ...).
         reason: String,
+        /// Whether the reason is the server's fault (a cycle, a duplicate,
+        /// an error page) rather than a cap or a deadline.
+        fault: bool,
     },
 }
 
@@ -84,7 +91,7 @@ pub struct HttpProbes {
     /// The status of a POST carrying `MCP-Protocol-Version: 1999-01-01`.
     pub bad_version_header: Option<u16>,
     /// The status of a first request without credentials, when the server
-    /// wants them (401): then the dynamic probes below auth could not run.
+    /// wants them (401): then the probes behind auth could not run.
     pub unauthenticated: Option<u16>,
 }
 

@@ -39,7 +39,9 @@ pub fn arguments_for(input_schema: &Value) -> Option<Value> {
 }
 
 fn value_for(schema: &Value, depth: usize) -> Option<Value> {
-    if depth > 8 {
+    // Nested schemas are followed only so deep, and arrays get at most 3
+    // items: what the doctor makes stays small whatever the schema says.
+    if depth > 6 {
         return None;
     }
     if let Some(v) = schema.get("const") {
@@ -114,7 +116,7 @@ fn value_for(schema: &Value, depth: usize) -> Option<Value> {
                 json!([])
             } else {
                 let item = value_for(schema.get("items").unwrap_or(&json!({})), depth + 1)?;
-                Value::Array(vec![item; usize::try_from(n.min(8)).unwrap_or(1)])
+                Value::Array(vec![item; usize::try_from(n.min(3)).unwrap_or(1)])
             }
         }
         "object" => {
@@ -184,16 +186,43 @@ pub fn is_list_tool(tool: &Value) -> bool {
     named || paged_output
 }
 
-/// The page-size argument of a list tool and its schema's `maximum`.
+/// The page-size argument of a list tool and its schema's largest allowed
+/// value (`maximum`, or `exclusiveMaximum` - 1), looking through `anyOf` /
+/// `oneOf` alternatives and type lists (`Optional[int]` schemas).
 pub fn limit_param(input_schema: &Value) -> Option<(&'static str, Option<u64>)> {
     let props = input_schema.get("properties")?.as_object()?;
     LIMIT_NAMES.iter().find_map(|name| {
         let p = props.get(*name)?;
-        let numeric = matches!(
-            p.get("type").and_then(Value::as_str),
-            Some("integer" | "number")
-        );
-        numeric.then(|| (*name, p.get("maximum").and_then(Value::as_u64)))
+        let alternatives: Vec<&Value> = match p.get("anyOf").or_else(|| p.get("oneOf")) {
+            Some(Value::Array(alts)) => alts.iter().collect(),
+            _ => vec![p],
+        };
+        let numeric: Vec<&Value> = alternatives
+            .into_iter()
+            .filter(|a| {
+                let types: Vec<&str> = match a.get("type") {
+                    Some(Value::String(t)) => vec![t.as_str()],
+                    Some(Value::Array(ts)) => ts.iter().filter_map(Value::as_str).collect(),
+                    _ => Vec::new(),
+                };
+                types.iter().any(|t| matches!(*t, "integer" | "number"))
+            })
+            .collect();
+        if numeric.is_empty() {
+            return None;
+        }
+        let bound = |s: &Value| {
+            let max = s.get("maximum").and_then(Value::as_f64);
+            let exclusive = s
+                .get("exclusiveMaximum")
+                .and_then(Value::as_f64)
+                .map(|m| m - 1.0);
+            // Integral, non-negative bounds; a fraction rounds down.
+            max.or(exclusive)
+                .filter(|m| m.is_finite() && *m >= 0.0)
+                .map(|m| m.floor() as u64)
+        };
+        Some((*name, numeric.iter().filter_map(|s| bound(s)).min()))
     })
 }
 
@@ -228,17 +257,21 @@ pub struct PageView {
     pub cursor: Option<String>,
 }
 
-/// Reads a `tools/call` result as a page: `structuredContent` first, else
-/// the first text block parsed as JSON.
-pub fn page_view(result: &Value) -> PageView {
-    let body = match result.get("structuredContent") {
+/// A list tool's page itself: `structuredContent`, else the first text
+/// block parsed as JSON (the same page is often in both: measure it once).
+pub fn page_body(result: &Value) -> Option<Value> {
+    match result.get("structuredContent") {
         Some(s) if !s.is_null() => Some(s.clone()),
         _ => result
             .pointer("/content/0/text")
             .and_then(Value::as_str)
             .and_then(|t| serde_json::from_str::<Value>(t).ok()),
-    };
-    match body {
+    }
+}
+
+/// Reads a `tools/call` result as a page ([`page_body`]).
+pub fn page_view(result: &Value) -> PageView {
+    match page_body(result) {
         Some(Value::Array(rows)) => PageView {
             shape: PageShape::FlatArray,
             rows: Some(rows.len()),
@@ -375,6 +408,15 @@ mod tests {
         ));
         let schema = json!({"properties": {"limit": {"type": "integer", "maximum": 200}, "cursor": {"type": "string"}}});
         assert_eq!(limit_param(&schema), Some(("limit", Some(200))));
+        // pydantic's Optional[int] = Field(le=200), type lists, exclusive bounds, floats.
+        let optional = json!({"properties": {"limit": {"anyOf": [{"type": "integer", "maximum": 200}, {"type": "null"}]}}});
+        assert_eq!(limit_param(&optional), Some(("limit", Some(200))));
+        let listed = json!({"properties": {"limit": {"type": ["integer", "null"], "exclusiveMaximum": 101}}});
+        assert_eq!(limit_param(&listed), Some(("limit", Some(100))));
+        let float = json!({"properties": {"limit": {"type": "integer", "maximum": 200.0}}});
+        assert_eq!(limit_param(&float), Some(("limit", Some(200))));
+        let open = json!({"properties": {"limit": {"type": "integer"}}});
+        assert_eq!(limit_param(&open), Some(("limit", None)));
         assert_eq!(cursor_param(&schema), Some("cursor"));
         assert_eq!(
             limit_param(&json!({"properties": {"limit": {"type": "string"}}})),
