@@ -186,7 +186,9 @@ pub fn resume_at(keys: &[&str], position: &Position) -> usize {
 /// Builds a page from `window`, the rows from where the page starts, at
 /// most `limit` of them (`more_after`: rows follow the window). Keeps the
 /// largest prefix whose envelope fits `max_bytes` (at least one row).
-/// `cursor(n)` makes the `nextCursor` for a page of the first `n` rows.
+/// `cursor(n)` makes the `nextCursor` for a page of the first `n` rows; it
+/// is called for the candidates only, largest first (sealing a cursor costs
+/// far more than measuring a row), so once or twice per page.
 pub fn build_page(
     window: &[Value],
     more_after: bool,
@@ -196,11 +198,23 @@ pub fn build_page(
 ) -> Page {
     // `{"<field>":[` and `]}`.
     let fixed = shape.field.len() + 7;
+    // ends[i]: the bytes of the first i + 1 rows, commas included. Once the
+    // rows alone are over, no longer prefix can fit.
+    let mut ends = Vec::with_capacity(window.len());
     let mut items_len = 0usize;
-    let mut best: Option<(usize, Option<String>, bool)> = None;
     for (i, row) in window.iter().enumerate() {
         items_len += compact_len(row) + usize::from(i > 0);
-        let n = i + 1;
+        ends.push(items_len);
+        if fixed + items_len > max_bytes {
+            break;
+        }
+    }
+    let mut chosen = (0, None, false);
+    for n in (1..=ends.len()).rev() {
+        let rows_fit = fixed + ends[n - 1] <= max_bytes;
+        if !rows_fit && n > 1 {
+            continue;
+        }
         let capped = n < window.len();
         let next = (capped || more_after).then(|| cursor(n));
         let extra = next.as_ref().map_or(0, |c| {
@@ -210,15 +224,14 @@ pub fn build_page(
         } else {
             0
         };
-        // Once the rows alone are over, no longer prefix can fit.
-        if fixed + items_len > max_bytes && best.is_some() {
+        // The first row goes out even alone over the cap: a page is never
+        // empty while rows remain.
+        if fixed + ends[n - 1] + extra <= max_bytes || n == 1 {
+            chosen = (n, next, capped);
             break;
         }
-        if fixed + items_len + extra <= max_bytes || best.is_none() {
-            best = Some((n, next, capped));
-        }
     }
-    let (n, next, capped) = best.unwrap_or((0, None, false));
+    let (n, next, capped) = chosen;
     let mut envelope = Map::new();
     envelope.insert(shape.field.into(), Value::Array(window[..n].to_vec()));
     if let Some(next) = next {
@@ -418,6 +431,33 @@ mod tests {
                 prop_assert!(p.rows == 1 || compact_len(&p.value) <= max, "{} > {max}", compact_len(&p.value));
                 prop_assert!(p.rows >= 1 || rows.is_empty());
             }
+        }
+
+        /// The page is the largest prefix whose whole envelope fits, found
+        /// by trying every prefix (cursors of varying length included).
+        #[test]
+        fn the_page_is_the_largest_prefix_that_fits(
+            sizes in proptest::collection::vec(0usize..2_000, 1..40),
+            more_after in any::<bool>(),
+            max in 100usize..20_000,
+        ) {
+            let rows = rows(&sizes);
+            let shape = Shape { field: "items", capped_flag: true };
+            let cursor = |n: usize| "c".repeat(n % 7 * 30 + 1);
+            let page = build_page(&rows, more_after, max, shape, cursor);
+            let envelope = |n: usize| {
+                let capped = n < rows.len();
+                let mut e = json!({"items": rows[..n].to_vec()});
+                if capped || more_after {
+                    e["nextCursor"] = cursor(n).into();
+                }
+                if capped {
+                    e["isCapped"] = true.into();
+                }
+                compact_len(&e)
+            };
+            let best = (1..=rows.len()).rev().find(|n| envelope(*n) <= max).unwrap_or(1);
+            prop_assert_eq!(page.rows, best);
         }
     }
 }

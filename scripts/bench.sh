@@ -1,0 +1,114 @@
+#!/usr/bin/env bash
+# Every benchmark of BENCHMARKS.md in one command: what sluice adds to a call
+# (stdio and HTTP, both upstream transports, concurrency 1/16/64), large
+# read results, complete discovery, memory, and the micro-benches. Each
+# scenario runs direct and through sluice in the same invocation, ROUNDS
+# times alternating; medians and ratios are printed and every raw result is
+# kept in target/bench/results.jsonl. Release builds. Not part of the test
+# suite; peers are separate (scripts/bench-peers.sh).
+#
+#   scripts/bench.sh [ROUNDS] [REQUESTS]
+set -euo pipefail
+cd "$(dirname "${BASH_SOURCE[0]}")/.."
+ROUNDS="${1:-5}"; REQUESTS="${2:-20000}"
+export PEERS="${PEERS:-$PWD/.peers}"
+PY="$PEERS/venv/bin/python"; [ -x "$PY" ] || PY=python3
+cargo build --release --locked -q --bin sluice --bin sluice-fixture --bin sluice-bench
+OUT=target/bench; mkdir -p "$OUT"; RESULTS="$OUT/results.jsonl"; : >"$RESULTS"
+BENCH="$PWD/target/release/sluice-bench"; FIX="$PWD/target/release/sluice-fixture"; SLUICE="$PWD/target/release/sluice"
+DIR="$(mktemp -d)"; PIDS=()
+cleanup() { for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null || true; done; wait 2>/dev/null || true; rm -rf "$DIR"; }
+trap cleanup EXIT
+
+# sluice in front of the fixture, over stdio (`stdio.toml`) or in front of
+# the fixture's own HTTP server (`http.toml`, written once it listens).
+# The limiter is measured but never hit; read_big's results are reads, and
+# the read budget (2 MiB) lets a 1 MiB result through, redacted and measured.
+config() {
+    cat <<TOML
+[limits]
+mcp_read_response_max_bytes = 2097152
+[ratelimit]
+default = "1000000/s"
+[[upstream]]
+name = "fx"
+$1
+prefix = false
+read_only_tools = ["read_big"]
+TOML
+}
+config "command = \"$FIX\"" >"$DIR/stdio.toml"
+
+# Starts a server whose stderr says `listening on URL`; sets URL.
+start() {
+    local log="$DIR/$1.log"; shift
+    "$@" 2>"$log" & PIDS+=($!)
+    for _ in $(seq 200); do grep -q "listening on" "$log" && break; sleep 0.05; done
+    URL="$(grep -o 'http://[^ ]*/mcp' "$log" | head -1)"
+    [ -n "$URL" ] || { echo "bench: $* did not start" >&2; cat "$log" >&2; exit 1; }
+}
+
+# run SCENARIO PATH ARGS...: one sluice-bench run, tagged, appended to RESULTS.
+run() {
+    local scenario="$1" path="$2"; shift 2
+    "$BENCH" --json "$@" | "$PY" -c 'import json,sys; r=json.loads(sys.stdin.read()); r["scenario"]=sys.argv[1]; r["path"]=sys.argv[2]; print(json.dumps(r))' "$scenario" "$path" >>"$RESULTS"
+}
+
+echo "== 1. stdio client -> sluice (stdio) -> stdio upstream, small echo" >&2
+for c in 1 16; do
+    for _ in $(seq "$ROUNDS"); do
+        run "1 stdio echo c=$c" direct --requests "$REQUESTS" --concurrency "$c" -- "$FIX"
+        run "1 stdio echo c=$c" sluice --requests "$REQUESTS" --concurrency "$c" -- "$SLUICE" serve --stdio --config "$DIR/stdio.toml"
+    done
+done
+
+echo "== 2. HTTP client -> sluice (HTTP) -> stdio and HTTP upstreams" >&2
+start fixture-http "$FIX" --http 0; FIX_URL="$URL"
+config "url = \"$FIX_URL\"
+allow_private = true" >"$DIR/http.toml"
+start sluice-stdio "$SLUICE" serve --listen 127.0.0.1:0 --config "$DIR/stdio.toml"; S_STDIO="$URL"
+start sluice-http "$SLUICE" serve --listen 127.0.0.1:0 --config "$DIR/http.toml"; S_HTTP="$URL"
+for c in 1 16 64; do
+    conns=$(( c < 16 ? c : 16 ))
+    for _ in $(seq "$ROUNDS"); do
+        run "2 http echo c=$c" direct --requests "$REQUESTS" --concurrency "$c" --connections "$conns" "$FIX_URL"
+        run "2 http echo c=$c" "sluice, stdio upstream" --requests "$REQUESTS" --concurrency "$c" --connections "$conns" "$S_STDIO"
+        run "2 http echo c=$c" "sluice, http upstream" --requests "$REQUESTS" --concurrency "$c" --connections "$conns" "$S_HTTP"
+    done
+done
+
+echo "== 3. read-only results of 10 KB, 100 KB, 1 MiB (redacted and measured)" >&2
+for bytes in 10240 102400 1048576; do
+    n=$(( bytes >= 1048576 ? 300 : bytes >= 102400 ? 2000 : 5000 ))
+    for _ in $(seq "$ROUNDS"); do
+        run "3 read $bytes B" direct --requests "$n" --tool read_big --args "{\"bytes\": $bytes}" -- "$FIX"
+        run "3 read $bytes B" sluice --requests "$n" --tool read_big --args "{\"bytes\": $bytes}" -- "$SLUICE" serve --stdio --config "$DIR/stdio.toml"
+    done
+done
+
+"$PY" - "$RESULTS" <<'PY'
+import json, statistics, sys
+rows = [json.loads(l) for l in open(sys.argv[1])]
+scenarios = list(dict.fromkeys(r["scenario"] for r in rows))
+print(f"{'scenario':<22} {'path':<24} {'req/s':>9} {'p50 ms':>8} {'p90 ms':>8} {'p99 ms':>8}  {'ratio p50':>9} {'ratio rps':>9}")
+for s in scenarios:
+    paths = list(dict.fromkeys(r["path"] for r in rows if r["scenario"] == s))
+    med = {}
+    for p in paths:
+        rs = [r for r in rows if r["scenario"] == s and r["path"] == p]
+        assert all(r["errors"] == 0 for r in rs), f"{s} {p}: errors {[r['errors'] for r in rs]}"
+        med[p] = (statistics.median(r["throughput_rps"] for r in rs),
+                  *(statistics.median(r["latency_ms"][k] for r in rs) for k in ("p50", "p90", "p99")))
+    for p in paths:
+        rps, p50, p90, p99 = med[p]
+        ratio = "" if p == "direct" else f"{p50 / med['direct'][1]:>9.2f} {rps / med['direct'][0]:>9.2f}"
+        print(f"{s:<22} {p:<24} {rps:>9.0f} {p50:>8.3f} {p90:>8.3f} {p99:>8.3f}  {ratio}")
+print(f"(medians of {len(rows) // sum(len(set(r['path'] for r in rows if r['scenario'] == s)) for s in scenarios)} runs each; raw results in {sys.argv[1]})")
+PY
+
+echo "== 4. complete discovery: 10,000 tools over 1,000 pages" >&2
+scripts/bench-discovery.sh "$ROUNDS" 10000 10 | tail -1
+echo "== 5. memory" >&2
+scripts/bench-memory.sh
+echo "== micro-benches (criterion)" >&2
+cargo bench -q -p sluice-core --bench boundary --bench lists -- --noplot 2>/dev/null | grep -E "time:|^[a-z]" || true
