@@ -294,7 +294,18 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                     return Ok(ExitCode::from(EXIT_CONFIG));
                 }
             };
-            runtime()?.block_on(serve(config, lock, cursor_secret, stdio))
+            // One client on stdio: one thread, so that a message is never
+            // handed from one worker thread to another on its way (each
+            // hand-off is a futex wake and a context switch).
+            let runtime = if stdio {
+                tokio::runtime::Builder::new_current_thread()
+                    .enable_all()
+                    .build()
+                    .context("starting the async runtime")?
+            } else {
+                runtime()?
+            };
+            runtime.block_on(serve(config, lock, cursor_secret, stdio))
         }
     }
 }
@@ -422,11 +433,8 @@ async fn serve(
     let listen = config.server.listen;
     let gateway = Gateway::start(config, lock, cursor_secret);
     if stdio {
-        let served = sluice_gateway::downstream::stdio::serve(
-            Arc::clone(&gateway),
-            tokio::io::stdin(),
-            tokio::io::stdout(),
-        );
+        let (input, output) = sluice_gateway::downstream::stdio::std_streams();
+        let served = sluice_gateway::downstream::stdio::serve(Arc::clone(&gateway), input, output);
         tokio::select! {
             () = served => tracing::info!("stdin closed; shutting down"),
             () = signal() => tracing::info!("signal received; shutting down"),

@@ -358,8 +358,12 @@ fn case_insensitive(literals: &[&str]) -> Option<AhoCorasick> {
     if literals.is_empty() {
         return None;
     }
+    // A full DFA: one table lookup a byte. The anchors start with common
+    // letters, so no prefilter can skip text, and the default automaton's
+    // failure transitions cost several lookups a byte on ordinary prose.
     AhoCorasick::builder()
         .ascii_case_insensitive(true)
+        .kind(Some(aho_corasick::AhoCorasickKind::DFA))
         .build(literals)
         .ok()
 }

@@ -24,6 +24,36 @@ use super::{ClientLink, ClientSession, RequestCtx};
 use crate::gateway::Gateway;
 use crate::pending::Pending;
 
+/// sluice's own stdin and stdout, as async streams. When they are pipes
+/// (as an MCP client starts a server), they are read and written directly
+/// with non-blocking IO; otherwise (a terminal, a file) through tokio's
+/// blocking-thread adapters. The adapters hand every read and write to
+/// another thread, which costs a few context switches per message.
+pub fn std_streams() -> (
+    Box<dyn AsyncRead + Unpin + Send>,
+    Box<dyn AsyncWrite + Unpin + Send>,
+) {
+    use std::os::fd::AsFd;
+    use tokio::net::unix::pipe;
+    let input: Box<dyn AsyncRead + Unpin + Send> = match std::io::stdin()
+        .as_fd()
+        .try_clone_to_owned()
+        .and_then(pipe::Receiver::from_owned_fd)
+    {
+        Ok(pipe) => Box::new(pipe),
+        Err(_) => Box::new(tokio::io::stdin()),
+    };
+    let output: Box<dyn AsyncWrite + Unpin + Send> = match std::io::stdout()
+        .as_fd()
+        .try_clone_to_owned()
+        .and_then(pipe::Sender::from_owned_fd)
+    {
+        Ok(pipe) => Box::new(pipe),
+        Err(_) => Box::new(tokio::io::stdout()),
+    };
+    (input, output)
+}
+
 /// Serves MCP on `input`/`output` until `input` ends or shutdown begins.
 pub async fn serve(
     gateway: Arc<Gateway>,
@@ -33,14 +63,20 @@ pub async fn serve(
     let (out_tx, mut out_rx) = mpsc::channel::<Value>(1024);
     let writer = tokio::spawn(async move {
         let mut output = output;
+        let mut buf = Vec::new();
         while let Some(message) = out_rx.recv().await {
-            let Ok(mut line) = serde_json::to_vec(&message) else {
-                continue;
-            };
-            line.push(b'\n');
-            if output.write_all(&line).await.is_err() || output.flush().await.is_err() {
+            // Whatever else is already waiting goes out in the same write.
+            let mut next = Some(message);
+            while let Some(message) = next {
+                if serde_json::to_writer(&mut buf, &message).is_ok() {
+                    buf.push(b'\n');
+                }
+                next = out_rx.try_recv().ok();
+            }
+            if output.write_all(&buf).await.is_err() || output.flush().await.is_err() {
                 break;
             }
+            buf.clear();
         }
     });
 

@@ -105,14 +105,21 @@ pub(crate) fn spawn(name: &str, spec: &ChildSpec<'_>) -> std::io::Result<Spawned
     let stderr = child.stderr().take().ok_or_else(missing)?;
     let (lines, mut rx) = mpsc::channel::<Vec<u8>>(256);
     tokio::spawn(async move {
+        let mut batch = Vec::new();
         while let Some(line) = rx.recv().await {
+            // Lines already waiting go out in the same write.
+            batch.extend_from_slice(&line);
+            while let Ok(more) = rx.try_recv() {
+                batch.extend_from_slice(&more);
+            }
             let written = async {
-                stdin.write_all(&line).await?;
+                stdin.write_all(&batch).await?;
                 stdin.flush().await
             };
             if written.await.is_err() {
                 break;
             }
+            batch.clear();
         }
         // Dropping stdin closes it: a well-behaved child exits on EOF.
     });
