@@ -8,6 +8,8 @@
 # suite; peers are separate (scripts/bench-peers.sh).
 #
 #   scripts/bench.sh [ROUNDS] [REQUESTS]
+#   SLUICE_BEFORE=/path/to/an/older/sluice scripts/bench.sh   # also measure that build
+#                                                           # (scenarios 1-3), for before/after
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 ROUNDS="${1:-5}"; REQUESTS="${2:-20000}"
@@ -38,6 +40,7 @@ read_only_tools = ["read_big"]
 TOML
 }
 config "command = \"$FIX\"" >"$DIR/stdio.toml"
+BEFORE="${SLUICE_BEFORE:-}"
 
 # Starts a server whose stderr says `listening on URL`; sets URL.
 start() {
@@ -59,6 +62,7 @@ for c in 1 16; do
     for _ in $(seq "$ROUNDS"); do
         run "1 stdio echo c=$c" direct --requests "$REQUESTS" --concurrency "$c" -- "$FIX"
         run "1 stdio echo c=$c" sluice --requests "$REQUESTS" --concurrency "$c" -- "$SLUICE" serve --stdio --config "$DIR/stdio.toml"
+        [ -z "$BEFORE" ] || run "1 stdio echo c=$c" "sluice before" --requests "$REQUESTS" --concurrency "$c" -- "$BEFORE" serve --stdio --config "$DIR/stdio.toml"
     done
 done
 
@@ -68,12 +72,14 @@ config "url = \"$FIX_URL\"
 allow_private = true" >"$DIR/http.toml"
 start sluice-stdio "$SLUICE" serve --listen 127.0.0.1:0 --config "$DIR/stdio.toml"; S_STDIO="$URL"
 start sluice-http "$SLUICE" serve --listen 127.0.0.1:0 --config "$DIR/http.toml"; S_HTTP="$URL"
+[ -z "$BEFORE" ] || { start before-stdio "$BEFORE" serve --listen 127.0.0.1:0 --config "$DIR/stdio.toml"; B_STDIO="$URL"; }
 for c in 1 16 64; do
     conns=$(( c < 16 ? c : 16 ))
     for _ in $(seq "$ROUNDS"); do
         run "2 http echo c=$c" direct --requests "$REQUESTS" --concurrency "$c" --connections "$conns" "$FIX_URL"
         run "2 http echo c=$c" "sluice, stdio upstream" --requests "$REQUESTS" --concurrency "$c" --connections "$conns" "$S_STDIO"
         run "2 http echo c=$c" "sluice, http upstream" --requests "$REQUESTS" --concurrency "$c" --connections "$conns" "$S_HTTP"
+        [ -z "$BEFORE" ] || run "2 http echo c=$c" "before, stdio upstream" --requests "$REQUESTS" --concurrency "$c" --connections "$conns" "$B_STDIO"
     done
 done
 
@@ -83,6 +89,7 @@ for bytes in 10240 102400 1048576; do
     for _ in $(seq "$ROUNDS"); do
         run "3 read $bytes B" direct --requests "$n" --tool read_big --args "{\"bytes\": $bytes}" -- "$FIX"
         run "3 read $bytes B" sluice --requests "$n" --tool read_big --args "{\"bytes\": $bytes}" -- "$SLUICE" serve --stdio --config "$DIR/stdio.toml"
+        [ -z "$BEFORE" ] || run "3 read $bytes B" "sluice before" --requests "$n" --tool read_big --args "{\"bytes\": $bytes}" -- "$BEFORE" serve --stdio --config "$DIR/stdio.toml"
     done
 done
 
