@@ -244,6 +244,21 @@ fn static_detectors_read_the_manifest() {
     }
     // Without a manifest, the static rules cannot be judged: exit 2.
     let report = stdio(&CLEAN, None);
+    // The report says which tools it did not call, and why: `crash` is
+    // not read-only, `read_big` (read-only) was called.
+    let not_called = report["not_called"].as_array().unwrap();
+    let crash = not_called.iter().find(|n| n["tool"] == "crash").unwrap();
+    assert!(
+        crash["reason"]
+            .as_str()
+            .unwrap()
+            .starts_with("not annotated readOnlyHint: true"),
+        "{crash}"
+    );
+    assert!(
+        not_called.iter().all(|n| n["tool"] != "read_big"),
+        "{not_called:?}"
+    );
     assert_eq!(
         finding(&report, "S-1/stdio-declared")["verdict"],
         "could-not-judge"

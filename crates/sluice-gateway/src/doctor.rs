@@ -107,6 +107,7 @@ pub async fn examine(options: &Options) -> Report {
         server,
         detect::judge(&obs),
     )
+    .with_not_called(&obs.not_called)
 }
 
 fn transport_name(target: &Target) -> &'static str {

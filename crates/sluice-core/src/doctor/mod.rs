@@ -99,8 +99,20 @@ pub struct Report {
     pub server: Option<ServerName>,
     /// One per detector, in [`detect::DETECTORS`] order.
     pub findings: Vec<Finding>,
+    /// The listed tools the doctor did not call, and why: what its
+    /// verdicts could not see.
+    pub not_called: Vec<NotCalled>,
     /// Counts by verdict.
     pub summary: Summary,
+}
+
+/// A tool the doctor did not call.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct NotCalled {
+    /// The tool's name.
+    pub tool: String,
+    /// Why (not read-only, arguments it cannot make up, the time budget).
+    pub reason: String,
 }
 
 /// `serverInfo`'s name and version.
@@ -151,8 +163,21 @@ impl Report {
             protocol_version,
             server,
             findings,
+            not_called: Vec::new(),
             summary,
         }
+    }
+
+    /// The report, saying which tools were not called and why.
+    pub fn with_not_called(mut self, not_called: &[(String, String)]) -> Report {
+        self.not_called = not_called
+            .iter()
+            .map(|(tool, reason)| NotCalled {
+                tool: tool.clone(),
+                reason: reason.clone(),
+            })
+            .collect();
+        self
     }
 
     /// 0 all pass, 1 any fail, 2 nothing failed but something could not

@@ -47,6 +47,12 @@ impl Report {
                 let _ = writeln!(out, "          fix: {}", f.fix);
             }
         }
+        if !self.not_called.is_empty() {
+            let _ = writeln!(out, "\nnot called ({}):", self.not_called.len());
+            for n in &self.not_called {
+                let _ = writeln!(out, "  {}: {}", n.tool, n.reason);
+            }
+        }
         let _ = writeln!(
             out,
             "\n{} passed, {} failed, {} could not be judged (exit {})",
