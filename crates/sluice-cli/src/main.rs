@@ -431,7 +431,12 @@ async fn serve(
     stdio: bool,
 ) -> anyhow::Result<ExitCode> {
     let listen = config.server.listen;
-    let gateway = Gateway::start(config, lock, cursor_secret);
+    let gateway = Gateway::start(
+        config,
+        lock,
+        cursor_secret,
+        sluice_gateway::ops::Ops::new(None),
+    );
     if stdio {
         let (input, output) = sluice_gateway::downstream::stdio::std_streams();
         let served = sluice_gateway::downstream::stdio::serve(Arc::clone(&gateway), input, output);

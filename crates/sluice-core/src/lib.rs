@@ -30,6 +30,8 @@
 //!   definitions, and drift.
 //! - [`boundary`]: what may leave sluice: secret redaction, the read
 //!   budget with its fixed refusals, and operator projections.
+//! - [`audit`]: the decisions sluice records for each request (the audit
+//!   log's rows, the outcome labels of its metrics), never payloads.
 //! - [`doctor`]: the detectors of `sluice doctor`, judging any MCP server
 //!   against the server standard from what the shell observed.
 //! - [`elicitation`]: which elicitation forms ask for secrets, which no
@@ -59,6 +61,7 @@
 #![deny(missing_docs)]
 
 pub mod access;
+pub mod audit;
 pub mod boundary;
 pub mod canonical;
 pub mod catalog;

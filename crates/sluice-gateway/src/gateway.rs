@@ -20,6 +20,7 @@ use tokio_util::task::TaskTracker;
 
 use crate::auth::Auth;
 use crate::bridge::Bridge;
+use crate::ops::Ops;
 use crate::ratelimit::RateLimits;
 use crate::upstream::{self, Settings, Upstream, UpstreamEvent, UpstreamStatus};
 
@@ -40,6 +41,8 @@ pub struct Gateway {
     pub auth: Auth,
     /// The tool-call rate limiters.
     pub(crate) rate_limits: Arc<RateLimits>,
+    /// Where metrics and audit rows go.
+    pub(crate) ops: Ops,
     shutdown: CancellationToken,
     tracker: TaskTracker,
 }
@@ -113,7 +116,14 @@ impl Gateway {
     /// without one, sluice runs unpinned.
     /// `cursor_secret` seals list cursors: keep it across restarts (the
     /// CLI stores it in the state directory) so that cursors stay valid.
-    pub fn start(config: Config, lock: Option<Lockfile>, cursor_secret: [u8; 32]) -> Arc<Gateway> {
+    /// `ops` says where audit rows go (metrics go to the process's
+    /// recorder, when one is installed).
+    pub fn start(
+        config: Config,
+        lock: Option<Lockfile>,
+        cursor_secret: [u8; 32],
+        ops: Ops,
+    ) -> Arc<Gateway> {
         let settings = settings(&config);
         let secrets = config.known_secrets();
         let short = secrets
@@ -167,6 +177,7 @@ impl Gateway {
             cursors: Cursors::new(cursor_secret),
             auth: Auth::new(&config.auth),
             rate_limits,
+            ops,
             config,
             upstreams,
             hub,
@@ -574,7 +585,7 @@ impl Hub {
             // A URI routes the update: it is not upstream text to redact.
             UpstreamEvent::ResourceUpdated(params) => ClientEvent::ResourceUpdated(params),
             UpstreamEvent::Log(mut params) => {
-                self.redactor.redact(&mut params);
+                crate::ops::metrics::redactions(&self.redactor.redact(&mut params));
                 // Say which upstream logged, unless it named itself.
                 if let Some(obj) = params.as_object_mut() {
                     obj.entry("logger").or_insert_with(|| upstream.into());

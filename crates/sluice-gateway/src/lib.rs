@@ -26,6 +26,9 @@
 //!   per-principal, per-tool limiter every tool call passes.
 //! - [`outbound`]: every URL sluice dereferences is resolved, checked
 //!   against the SSRF rules and connected to at the checked addresses only.
+//! - [`ops`]: what operators see: the Prometheus metrics, the audit log
+//!   (one row per decision, SQLite or PostgreSQL), and the per-request
+//!   trail both are made from.
 //! - [`doctor`]: `sluice doctor`'s probes of any MCP server, judged by
 //!   `sluice_core::doctor`.
 //! - `rescue`: the one place a gateway failure becomes a JSON-RPC error,
@@ -42,6 +45,7 @@ pub mod doctor;
 pub mod downstream;
 pub mod gateway;
 mod listing;
+pub mod ops;
 pub mod outbound;
 mod pending;
 mod ratelimit;

@@ -27,8 +27,11 @@ use sluice_core::outbound::Url;
 use sluice_core::progressive;
 
 use crate::gateway::{ClientEvent, Gateway};
+use crate::ops::{self, metrics};
 use crate::rescue::{self, Refused, UpstreamError};
 use crate::upstream::{self, Related, Upstream};
+use sluice_core::audit::{self, Decision};
+use sluice_core::boundary::budget;
 
 /// Caching hints on what sluice serves from its own catalog: the catalog is
 /// the same for every client (no per-user auth yet), and clients learn of
@@ -94,6 +97,7 @@ impl Gateway {
         method: &str,
         params: Value,
     ) -> Result<Value, RpcError> {
+        let started = (tokio::time::Instant::now(), std::time::SystemTime::now());
         if !matches!(method, "ping" | "server/discover") {
             // A client that connects at once waits for the upstreams' first
             // reads, but a hung upstream must not hold everyone for long.
@@ -128,13 +132,18 @@ impl Gateway {
         } else {
             FORWARDED_HINTS
         };
-        match outcome {
+        let answer = match outcome {
             Ok(mut result) => {
                 protocol::shape_result(ctx.era, method, &mut result, hints, &self.server_info());
                 Ok(result)
             }
             Err(e) => Err(protocol::shape_error(ctx.era, e)),
+        };
+        if ops::AUDITED_METHODS.contains(&method) {
+            self.ops
+                .finish(method, &ctx.principal, &ctx.trail, &answer, started);
         }
+        answer
     }
 
     /// The capabilities sluice offers: everything it can route.
@@ -238,6 +247,8 @@ impl Gateway {
         };
         let Some(route) = route.cloned() else {
             if let Some(withheld) = fed.withheld(kind, name) {
+                ctx.trail.routed(&withheld.upstream, name);
+                ctx.trail.decide(Decision::BlockedDrift);
                 return Err(rescue::drift_blocked(what, name, withheld));
             }
             if let Some(pending) = self.pending_owner(name) {
@@ -254,6 +265,7 @@ impl Gateway {
             .get("name")
             .and_then(Value::as_str)
             .unwrap_or_default();
+        ctx.trail.routed(&route.upstream, exposed);
         if kind == ListKind::Tools {
             // A retry that answers a round sluice itself parked is the same
             // call, counted once; any other retry cannot be told from a
@@ -290,6 +302,7 @@ impl Gateway {
             .check(&ctx.principal.key(), upstream, tool, exposed)
             .map_err(|wait| {
                 tracing::debug!(principal = %ctx.principal.name, tool = exposed, "rate limited");
+                ctx.trail.decide(Decision::RateLimited);
                 ctx.refusal.set(Refused::RateLimited(wait));
                 rescue::rate_limited(exposed, wait)
             })
@@ -322,6 +335,7 @@ impl Gateway {
             "refused: insufficient scope (needs {})",
             required.join(" ")
         );
+        ctx.trail.decide(Decision::RefusedScope);
         ctx.refusal
             .set(Refused::InsufficientScope(required.clone()));
         Err(rescue::insufficient_scope(what, &required))
@@ -375,6 +389,8 @@ impl Gateway {
             ));
         }
         let upstream = self.resource_owner(uri)?;
+        ctx.trail
+            .routed(upstream.name(), &audit::resource_kind(uri));
         self.admit_upstream(ctx, upstream.name())?;
         let boundary = self.boundary(upstream, Surface::Resource, true);
         self.forward(
@@ -418,6 +434,8 @@ impl Gateway {
             return Ok(json!({}));
         }
         let upstream = self.resource_owner(&uri)?;
+        ctx.trail
+            .routed(upstream.name(), &audit::resource_kind(&uri));
         self.admit_upstream(ctx, upstream.name())?;
         let name = upstream.name();
         let lock = self.hub.subscription_lock(name, &uri);
@@ -556,10 +574,15 @@ impl Gateway {
                     .unwrap_or_default();
                 let route = fed.route_prompt(name).cloned().ok_or_else(|| {
                     match fed.withheld(ListKind::Prompts, name) {
-                        Some(withheld) => rescue::drift_blocked("prompt", name, withheld),
+                        Some(withheld) => {
+                            ctx.trail.routed(&withheld.upstream, name);
+                            ctx.trail.decide(Decision::BlockedDrift);
+                            rescue::drift_blocked("prompt", name, withheld)
+                        }
                         None => RpcError::invalid_params(format!("Unknown prompt: {name}")),
                     }
                 })?;
+                ctx.trail.routed(&route.upstream, name);
                 if let Some(r) = params.get_mut("ref").and_then(Value::as_object_mut) {
                     r.insert("name".into(), route.name.clone().into());
                 }
@@ -570,10 +593,12 @@ impl Gateway {
                     .get("uri")
                     .and_then(Value::as_str)
                     .unwrap_or_default();
-                match fed.template_owner(uri) {
+                let owner = match fed.template_owner(uri) {
                     Some(owner) => self.upstream_named(owner)?,
                     None => self.resource_owner(uri)?,
-                }
+                };
+                ctx.trail.routed(owner.name(), &audit::resource_kind(uri));
+                owner
             }
             _ => {
                 return Err(RpcError::invalid_params(
@@ -725,7 +750,10 @@ impl Gateway {
         let conn = if self.bridge.is_resumption(ctx, method, &params) {
             None
         } else {
-            Some(upstream.connection().map_err(|e| e.to_rpc())?)
+            Some(upstream.connection().map_err(|e| {
+                ctx.trail.decide(Decision::UpstreamError);
+                e.to_rpc()
+            })?)
         };
         // A legacy client gets log messages unless it lowered the level; a
         // modern upstream sends them only for requests that carry a level.
@@ -775,6 +803,7 @@ impl Gateway {
                 continue;
             }
             if !declined.is_empty() && ctx.era == Era::Modern {
+                ctx.trail.decide(Decision::RefusedElicitation);
                 return Err(sensitive_elicitation_refused());
             }
             if !(input_required && ctx.era == Era::Legacy && conn.is_some()) {
@@ -936,6 +965,7 @@ impl Gateway {
     ) -> Result<Value, RpcError> {
         let may_park = ctx.era == Era::Modern && bridge::bridgeable(call);
         let token = params.pointer("/_meta/progressToken").cloned();
+        let upstream_started = tokio::time::Instant::now();
         loop {
             tokio::select! {
                 // What the upstream sent before its answer goes out first.
@@ -962,14 +992,16 @@ impl Gateway {
                         }
                     }
                     let asking = self.bridge.park(ctx, call, params, flight, questions);
-                    return self.bounded(boundary, Ok(asking));
+                    ctx.trail.upstream_took(upstream_started.elapsed());
+                    return self.bounded(ctx, boundary, Ok(asking));
                 }
                 outcome = &mut flight.done => {
                     while let Ok(item) = flight.related.try_recv() {
                         self.relay(ctx, item, token.as_ref()).await;
                     }
+                    ctx.trail.upstream_took(upstream_started.elapsed());
                     return match outcome {
-                        Ok(outcome) => self.bounded(boundary, outcome),
+                        Ok(outcome) => self.bounded(ctx, boundary, outcome),
                         Err(_) => Err(RpcError::new(jsonrpc::INTERNAL_ERROR, "the forwarded call ended without an answer")),
                     };
                 }
@@ -981,23 +1013,51 @@ impl Gateway {
     /// read, refused whole when too large.
     fn bounded(
         &self,
+        ctx: &RequestCtx,
         boundary: &Boundary<'_>,
         outcome: Result<Value, UpstreamError>,
     ) -> Result<Value, RpcError> {
+        let trail = &ctx.trail;
         let (answer, redactions) = match outcome {
-            Ok(result) => boundary.result(result),
+            Ok(result) => {
+                let bounded = boundary.result(result);
+                if bounded.refused {
+                    trail.decide(Decision::RefusedSize);
+                }
+                (bounded.answer, bounded.redactions)
+            }
             Err(UpstreamError::Rpc(error)) => {
+                trail.decide(Decision::UpstreamError);
                 let (error, counts) = boundary.error(error);
                 (Err(error), counts)
             }
             Err(too_large @ UpstreamError::TooLarge { .. }) => {
-                let answer = boundary
-                    .oversized()
-                    .unwrap_or_else(|| Err(too_large.to_rpc()));
-                (answer, Default::default())
+                let answer = boundary.oversized();
+                trail.decide(if answer.is_some() {
+                    Decision::RefusedSize
+                } else {
+                    Decision::UpstreamError
+                });
+                (
+                    answer.unwrap_or_else(|| Err(too_large.to_rpc())),
+                    Default::default(),
+                )
             }
-            Err(other) => (Err(other.to_rpc()), Default::default()),
+            Err(timeout @ UpstreamError::Timeout { .. }) => {
+                trail.decide(Decision::Timeout);
+                (Err(timeout.to_rpc()), Default::default())
+            }
+            Err(other) => {
+                trail.decide(Decision::UpstreamError);
+                (Err(other.to_rpc()), Default::default())
+            }
         };
+        if let Ok(result) = &answer
+            && self.ops.sizes_answers()
+        {
+            trail.sized(budget::measure(result, usize::MAX - 1));
+        }
+        metrics::redactions(&redactions);
         if redactions.total() > 0 {
             tracing::debug!(
                 exact = redactions.exact,
@@ -1016,7 +1076,7 @@ impl Gateway {
             Related::Notification(mut message) => {
                 // Progress messages and log data are upstream text too.
                 if let Some(params) = message.get_mut("params") {
-                    self.hub.redactor.redact(params);
+                    metrics::redactions(&self.hub.redactor.redact(params));
                 }
                 if message.get("method").and_then(Value::as_str) == Some("notifications/progress") {
                     match (token, message.pointer_mut("/params/progressToken")) {
@@ -1046,7 +1106,7 @@ impl Gateway {
                 }
                 // What an upstream asks a client (a sampling prompt, an
                 // elicitation message) is upstream text too.
-                self.hub.redactor.redact(&mut params);
+                metrics::redactions(&self.hub.redactor.redact(&mut params));
                 let declared = match method.as_str() {
                     "sampling/createMessage" => "sampling",
                     "elicitation/create" => "elicitation",

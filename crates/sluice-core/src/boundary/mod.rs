@@ -16,6 +16,17 @@ use budget::Surface;
 use project::Projection;
 use redact::{Redactions, Redactor};
 
+/// A result after the boundary.
+#[derive(Debug)]
+pub struct Bounded {
+    /// What the client gets: the redacted result, or the refusal.
+    pub answer: Result<Value, RpcError>,
+    /// The secrets redacted from it.
+    pub redactions: Redactions,
+    /// Whether it was withheld whole for being over the read budget.
+    pub refused: bool,
+}
+
 /// What one answer to a client goes through.
 #[derive(Debug, Clone, Copy)]
 pub struct Boundary<'a> {
@@ -36,17 +47,19 @@ impl Boundary<'_> {
     /// Bounds a result: redact, project, then (for a read, or any
     /// `input_required` result, since nothing has happened yet) measure and
     /// refuse whole when over the budget.
-    pub fn result(&self, mut result: Value) -> (Result<Value, RpcError>, Redactions) {
-        let counts = self.redactor.redact(&mut result);
+    pub fn result(&self, mut result: Value) -> Bounded {
+        let redactions = self.redactor.redact(&mut result);
         if let Some(projection) = self.projection {
             projection.apply(&mut result);
         }
         let input_required =
             result.get("resultType").and_then(Value::as_str) == Some("input_required");
-        if (self.read || input_required) && !budget::admits(&result, self.limit) {
-            return (self.refusal(), counts);
+        let refused = (self.read || input_required) && !budget::admits(&result, self.limit);
+        Bounded {
+            answer: if refused { self.refusal() } else { Ok(result) },
+            redactions,
+            refused,
         }
-        (Ok(result), counts)
     }
 
     /// Redacts an error's message and data (errors are not measured: they
@@ -108,7 +121,9 @@ mod tests {
     fn a_mutation_passes_whole_whatever_its_size() {
         let r = redactor();
         let big = text(1_000_000);
-        let (out, _) = boundary(&r, Surface::Tool, false).result(big.clone());
+        let out = boundary(&r, Surface::Tool, false)
+            .result(big.clone())
+            .answer;
         assert_eq!(out.ok(), Some(big));
         assert_eq!(boundary(&r, Surface::Tool, false).oversized(), None);
     }
@@ -116,11 +131,14 @@ mod tests {
     #[test]
     fn an_oversized_read_is_refused_with_nothing_of_it() {
         let r = redactor();
-        let (out, _) = boundary(&r, Surface::Tool, true).result(text(1_000_000));
-        let refusal = out.unwrap_or_default();
+        let out = boundary(&r, Surface::Tool, true).result(text(1_000_000));
+        assert!(out.refused);
+        let refusal = out.answer.unwrap_or_default();
         assert_eq!(refusal["isError"], true);
         assert!(!refusal.to_string().contains("xxxx"));
-        let (out, _) = boundary(&r, Surface::Resource, true).result(text(1_000_000));
+        let out = boundary(&r, Surface::Resource, true)
+            .result(text(1_000_000))
+            .answer;
         assert_eq!(out.err().map(|e| e.code), Some(-32602));
     }
 
@@ -128,7 +146,7 @@ mod tests {
     fn input_required_is_bounded_even_for_a_mutation() {
         let r = redactor();
         let asking = json!({"resultType": "input_required", "inputRequests": {"a": {"method": "elicitation/create", "params": {"message": "x".repeat(100_000)}}}});
-        let (out, _) = boundary(&r, Surface::Tool, false).result(asking);
+        let out = boundary(&r, Surface::Tool, false).result(asking).answer;
         assert_eq!(out.unwrap_or_default()["isError"], true);
     }
 
@@ -138,11 +156,12 @@ mod tests {
         // Over the limit only because of the secret's length? No: the
         // redacted text is what is measured.
         let secret = format!("token={}", "a".repeat(70_000));
-        let (out, counts) = boundary(&r, Surface::Tool, true)
+        let out = boundary(&r, Surface::Tool, true)
             .result(json!({"content": [{"type": "text", "text": secret}]}));
-        assert_eq!(counts.pattern, 1);
+        assert_eq!(out.redactions.pattern, 1);
+        assert!(!out.refused);
         assert_eq!(
-            out.unwrap_or_default()["content"][0]["text"],
+            out.answer.unwrap_or_default()["content"][0]["text"],
             "token=[redacted]"
         );
         let (err, counts) = boundary(&r, Surface::Tool, true).error(

@@ -49,6 +49,7 @@ use super::stdio::envelope_message;
 use super::{ClientLink, ClientSession, RequestCtx};
 use crate::auth::{Auth, Refusal as Refusal401};
 use crate::gateway::Gateway;
+use crate::ops::metrics;
 use crate::pending::Pending;
 use crate::rescue::Refused;
 
@@ -164,7 +165,9 @@ async fn expire_sessions(state: Arc<HttpState>) {
                 .filter(|(_, session)| session.idle_for(limit))
                 .map(|(id, _)| id.clone())
                 .collect();
-            idle.iter().filter_map(|id| sessions.remove(id)).collect()
+            let expired = idle.iter().filter_map(|id| sessions.remove(id)).collect();
+            metrics::sessions_open(sessions.len());
+            expired
         };
         if !expired.is_empty() {
             tracing::info!("closing {} idle legacy session(s)", expired.len());
@@ -392,6 +395,7 @@ async fn modern_request(state: Arc<HttpState>, headers: &HeaderMap, request: Inc
         scoped: state.gateway.auth.is_on(),
         principal,
         refusal: Default::default(),
+        trail: Default::default(),
     };
     respond(
         Arc::clone(&state.gateway),
@@ -424,7 +428,11 @@ fn initialize(state: &HttpState, request: Incoming) -> Response {
     }
     let (result, session) = state.gateway.initialize(&params, principal);
     let session_id = new_session_id();
-    state.lock_sessions().insert(session_id.clone(), session);
+    {
+        let mut sessions = state.lock_sessions();
+        sessions.insert(session_id.clone(), session);
+        metrics::sessions_open(sessions.len());
+    }
     let header = HeaderValue::try_from(session_id).ok();
     json_response(StatusCode::OK, &jsonrpc::response(id, Ok(result)), header)
 }
@@ -471,6 +479,7 @@ async fn legacy_request(state: Arc<HttpState>, headers: &HeaderMap, request: Inc
         scoped: state.gateway.auth.is_on(),
         principal,
         refusal: Default::default(),
+        trail: Default::default(),
     };
     let answers = Some(Arc::clone(&session.answers));
     respond(
@@ -623,7 +632,9 @@ async fn delete_mcp(
         let owned = sessions
             .get(id)
             .is_some_and(|s| s.principal.key() == principal.key());
-        if owned { sessions.remove(id) } else { None }
+        let removed = if owned { sessions.remove(id) } else { None };
+        metrics::sessions_open(sessions.len());
+        removed
     };
     match session {
         Some(session) => {

@@ -22,6 +22,7 @@ use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
 use crate::gateway::ClientEvent;
+use crate::ops::Trail;
 use crate::pending::Pending;
 use crate::rescue::RefusalSlot;
 
@@ -52,6 +53,8 @@ pub struct RequestCtx {
     pub scoped: bool,
     /// sluice's own refusal of the request, if any (HTTP status).
     pub refusal: RefusalSlot,
+    /// What the router learned handling it, for metrics and the audit log.
+    pub trail: Trail,
 }
 
 /// A way to send messages to the client while one request is open.

@@ -223,6 +223,7 @@ impl StdioClient {
             principal: Arc::clone(&self.principal),
             scoped: false,
             refusal: Default::default(),
+            trail: Default::default(),
         };
         let gateway = Arc::clone(&self.gateway);
         let out = self.out.clone();

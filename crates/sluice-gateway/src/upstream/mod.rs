@@ -30,6 +30,7 @@ pub(crate) use connection::{Connection, Related, UpstreamEvent};
 use connection::{ServerDescription, Shared, Wire};
 
 use crate::gateway::Hub;
+use crate::ops::metrics;
 use crate::outbound;
 use crate::rescue::UpstreamError;
 
@@ -182,7 +183,9 @@ impl Upstream {
     }
 
     fn update(&self, f: impl FnOnce(&mut UpstreamStatus)) {
-        f(&mut self.status.lock().unwrap_or_else(PoisonError::into_inner));
+        let mut status = self.status.lock().unwrap_or_else(PoisonError::into_inner);
+        f(&mut status);
+        metrics::upstream_up(self.name(), status.state == "ready");
     }
 
     fn set_connection(&self, conn: Option<Arc<Connection>>) {
@@ -283,6 +286,7 @@ pub(crate) async fn supervise(
             upstream = up.name(),
             "upstream disconnected: {reason}; reconnecting"
         );
+        metrics::upstream_restarted(up.name());
         up.update(|s| {
             s.state = "restarting";
             s.restarts += 1;
@@ -445,7 +449,14 @@ async fn refresh_or_stop(
 /// Reads the whole catalog and publishes it, or keeps the previous one
 /// (marked stale) when the read did not finish. `true` when complete.
 async fn refresh_catalog(up: &Upstream, hub: &Hub, conn: &Connection, settings: &Settings) -> bool {
-    match read_catalog(conn, settings).await {
+    let started = Instant::now();
+    let read = read_catalog(conn, settings).await;
+    metrics::discovery(
+        up.name(),
+        matches!(read, CatalogRead::Complete(_)),
+        started.elapsed(),
+    );
+    match read {
         CatalogRead::Complete(catalog) => {
             let counts = [
                 catalog.tools.len(),
@@ -454,6 +465,11 @@ async fn refresh_catalog(up: &Upstream, hub: &Hub, conn: &Connection, settings: 
                 catalog.prompts.len(),
             ];
             let published = hub.publish(up.name(), catalog);
+            let drift = &published.diff;
+            metrics::drift(
+                up.name(),
+                drift.added.len() + drift.removed.len() + drift.changed.len(),
+            );
             up.update(|s| {
                 s.catalog = "complete";
                 // What went wrong before is over: the upstream is serving.

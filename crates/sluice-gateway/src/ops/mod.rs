@@ -1,0 +1,145 @@
+//! What operators see of a running gateway: Prometheus metrics, the audit
+//! log, and the facts both are made from.
+//!
+//! The router records, on each request's [`Trail`], what it learned while
+//! handling it (the upstream it routed to, what sluice decided, how long
+//! the upstream took, how large the answer was). When the request is
+//! answered, [`Ops::finish`] turns the trail into one observation: counted
+//! and timed in the metrics, and written as one row of the audit log. The
+//! decision names come from `sluice_core::audit`; nothing here holds an
+//! argument, a result or an error message.
+
+pub mod audit;
+pub mod metrics;
+
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use serde_json::Value;
+use sluice_core::access::Principal;
+use sluice_core::audit::{AuditRecord, Decision, SizeBucket};
+use sluice_core::jsonrpc::RpcError;
+use tokio::time::Instant;
+
+pub use audit::AuditSink;
+
+/// The methods whose every request is a decision worth a record: they
+/// reach an upstream, or are refused on the way.
+pub const AUDITED_METHODS: [&str; 6] = [
+    "tools/call",
+    "prompts/get",
+    "resources/read",
+    "resources/subscribe",
+    "resources/unsubscribe",
+    "completion/complete",
+];
+
+/// Where a gateway's observations go.
+#[derive(Clone, Default)]
+pub struct Ops {
+    /// The audit log, when one is configured.
+    audit: Option<Arc<dyn AuditSink>>,
+}
+
+/// What the router learned about one request while handling it.
+#[derive(Debug, Default)]
+pub struct Trail(Mutex<Facts>);
+
+#[derive(Debug, Default)]
+struct Facts {
+    upstream: Option<String>,
+    target: Option<String>,
+    decision: Option<Decision>,
+    upstream_time: Option<Duration>,
+    size: Option<usize>,
+}
+
+impl Trail {
+    fn facts(&self) -> std::sync::MutexGuard<'_, Facts> {
+        self.0.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// The request was routed to `upstream`, for `target` (an exposed
+    /// tool or prompt name, or a resource's URI scheme).
+    pub(crate) fn routed(&self, upstream: &str, target: &str) {
+        let mut facts = self.facts();
+        facts.upstream = Some(upstream.to_owned());
+        facts.target = Some(target.to_owned());
+    }
+
+    /// sluice decided; the first decision recorded stands.
+    pub(crate) fn decide(&self, decision: Decision) {
+        self.facts().decision.get_or_insert(decision);
+    }
+
+    /// The upstream took `elapsed` to answer (added up over MRTR rounds).
+    pub(crate) fn upstream_took(&self, elapsed: Duration) {
+        let mut facts = self.facts();
+        *facts.upstream_time.get_or_insert(Duration::ZERO) += elapsed;
+    }
+
+    /// The answer passed to the client measured `bytes` as compact JSON.
+    pub(crate) fn sized(&self, bytes: usize) {
+        self.facts().size = Some(bytes);
+    }
+}
+
+impl Ops {
+    /// Observations go to the metrics and, when given, to `audit`.
+    pub fn new(audit: Option<Arc<dyn AuditSink>>) -> Ops {
+        Ops { audit }
+    }
+
+    /// Whether answers must be measured (their size bucket goes into the
+    /// audit log; measuring costs a serialization).
+    pub(crate) fn sizes_answers(&self) -> bool {
+        self.audit.is_some()
+    }
+
+    /// One request was answered: counts it, times it, and writes its
+    /// audit row. `started` is when it arrived.
+    pub(crate) fn finish(
+        &self,
+        method: &str,
+        principal: &Principal,
+        trail: &Trail,
+        outcome: &Result<Value, RpcError>,
+        started: (Instant, SystemTime),
+    ) {
+        let elapsed = started.0.elapsed();
+        let facts = std::mem::take(&mut *trail.facts());
+        let decision = facts.decision.unwrap_or(match outcome {
+            Ok(result) => Decision::of_result(result),
+            // An error no step claimed is sluice's own refusal of a
+            // request it could not route (unknown name, bad params).
+            Err(_) => Decision::Invalid,
+        });
+        metrics::call(
+            method,
+            facts.upstream.as_deref(),
+            facts.target.as_deref(),
+            decision,
+            elapsed,
+            facts.upstream_time,
+        );
+        let Some(audit) = &self.audit else { return };
+        let time_ms = started
+            .1
+            .duration_since(UNIX_EPOCH)
+            .map_or(0, |d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX));
+        audit.record(AuditRecord {
+            time_ms,
+            principal: principal.key(),
+            method: method.to_owned(),
+            upstream: facts.upstream,
+            target: facts.target,
+            decision,
+            code: outcome.as_ref().err().map(|e| e.code),
+            duration_us: i64::try_from(elapsed.as_micros()).unwrap_or(i64::MAX),
+            size: outcome
+                .as_ref()
+                .ok()
+                .map(|_| SizeBucket::of(facts.size.unwrap_or(0))),
+        });
+    }
+}
