@@ -5,6 +5,8 @@
 # sluice binary with real clients (Python mcp 2.3.0, inspector 2.12)
 # against real MCP servers, and runs the official conformance suite directly
 # against the conformance fixture and through sluice (scripts/conformance.sh).
+# The audit and scale-out tests use real PostgreSQL and Redis servers, which
+# scripts/services.sh installs (Debian packages) and starts first.
 #
 #   scripts/test.sh
 set -euo pipefail
@@ -15,6 +17,10 @@ step() { printf '\n== %s\n' "$*" >&2; }
 
 step "test peers (pinned; skipped when already installed)"
 scripts/test-peers.sh
+
+step "PostgreSQL and Redis for the audit and scale-out tests (stopped at exit)"
+eval "$(scripts/services.sh start)"
+trap 'scripts/services.sh stop' EXIT
 
 step "format and lints"
 cargo fmt --all -- --check
