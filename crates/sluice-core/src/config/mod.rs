@@ -27,8 +27,10 @@ use crate::discovery::WalkLimits;
 use crate::envelope::DEFAULT_PAGE_BYTES;
 use crate::naming;
 
+mod ops;
 mod security;
 
+pub use ops::{MetricsConfig, TelemetryConfig};
 pub use security::{
     AllowedOrigin, AuthConfig, AuthMode, BearerToken, DEFAULT_RATE, IssuerConfig, MIN_TOKEN_CHARS,
     OAuthConfig, Rate, RateLimitConfig, Rlimits, ScopeRequirement, SensitiveElicitation,
@@ -70,6 +72,10 @@ pub struct Config {
     pub ratelimit: RateLimitConfig,
     /// `[policy] sensitive_elicitation`.
     pub sensitive_elicitation: SensitiveElicitation,
+    /// `[metrics]`.
+    pub metrics: MetricsConfig,
+    /// `[telemetry]`.
+    pub telemetry: TelemetryConfig,
 }
 
 /// `[limits]`: the read budget and the transport ceiling.
@@ -276,6 +282,10 @@ struct RawConfig {
     auth: RawAuth,
     #[serde(default)]
     ratelimit: RawRateLimit,
+    #[serde(default)]
+    metrics: ops::RawMetrics,
+    #[serde(default)]
+    telemetry: ops::RawTelemetry,
 }
 
 #[derive(Debug, Deserialize, Default)]
@@ -408,6 +418,8 @@ impl Config {
         let state = validate_state(&raw.state, env, &mut diags);
         let auth = security::validate_auth(&raw.auth, env, &mut diags);
         let ratelimit = security::validate_ratelimit(&raw.ratelimit, &mut diags);
+        let metrics = ops::validate_metrics(&raw.metrics, &mut diags);
+        let telemetry = ops::validate_telemetry(&raw.telemetry, &mut diags);
         let sensitive_elicitation = diags.choice(
             &raw.policy.sensitive_elicitation,
             "policy.sensitive_elicitation",
@@ -421,20 +433,14 @@ impl Config {
             check_exposure(server, auth, &raw.server, &mut diags);
         }
         match (
-            server,
-            catalog,
-            limits,
-            auth,
-            ratelimit,
-            sensitive_elicitation,
+            (server, catalog, limits),
+            (auth, ratelimit, sensitive_elicitation),
+            (metrics, telemetry),
         ) {
             (
-                Some(server),
-                Some(catalog),
-                Some(limits),
-                Some(auth),
-                Some(ratelimit),
-                Some(sensitive_elicitation),
+                (Some(server), Some(catalog), Some(limits)),
+                (Some(auth), Some(ratelimit), Some(sensitive_elicitation)),
+                (Some(metrics), Some(telemetry)),
             ) if diags.list.is_empty() => Ok(Config {
                 server,
                 upstreams,
@@ -446,6 +452,8 @@ impl Config {
                 auth,
                 ratelimit,
                 sensitive_elicitation,
+                metrics,
+                telemetry,
             }),
             _ => Err(diags.list),
         }
@@ -538,6 +546,8 @@ impl Config {
                 default: Some(DEFAULT_RATE),
             },
             sensitive_elicitation: SensitiveElicitation::Refuse,
+            metrics: MetricsConfig::default(),
+            telemetry: TelemetryConfig::default(),
         })
     }
 }
@@ -619,20 +629,7 @@ fn validate_server(raw: &RawServer, diags: &mut Diagnostics<'_>) -> Option<Serve
     let d = ServerConfig::default();
     let listen = match &raw.listen {
         None => Some(d.listen),
-        Some(s) => match s.get_ref().parse::<SocketAddr>() {
-            Ok(addr) => Some(addr),
-            Err(_) => {
-                diags.push(
-                    Some(s.span()),
-                    "server.listen",
-                    format!(
-                        "{:?} is not an IP:port address (e.g. \"127.0.0.1:8787\")",
-                        s.get_ref()
-                    ),
-                );
-                None
-            }
-        },
+        Some(s) => diags.socket_addr(s, "server.listen"),
     };
     let separator = match &raw.separator {
         None => Some(d.separator.clone()),
@@ -1450,6 +1447,22 @@ impl Diagnostics<'_> {
                 None
             }
         }
+    }
+
+    /// An `IP:port` key.
+    fn socket_addr(&mut self, s: &Spanned<String>, key: &str) -> Option<SocketAddr> {
+        let addr = s.get_ref().parse::<SocketAddr>().ok();
+        if addr.is_none() {
+            self.push(
+                Some(s.span()),
+                key,
+                format!(
+                    "{:?} is not an IP:port address (e.g. \"127.0.0.1:8787\")",
+                    s.get_ref()
+                ),
+            );
+        }
+        addr
     }
 
     /// A key that takes one of a few words, or `default` when absent.

@@ -60,6 +60,8 @@ const KEEP_ALIVE: Duration = Duration::from_secs(15);
 const MAX_HEADERS: usize = 64;
 /// The most bytes of request headers taken, names and values together.
 const MAX_HEADER_BYTES: usize = 32 * 1024;
+/// Where the Prometheus metrics are served.
+pub const METRICS_PATH: &str = "/metrics";
 /// Where RFC 9728 metadata is published (root; path-inserted below it).
 const RESOURCE_METADATA_PATH: &str = "/.well-known/oauth-protected-resource";
 
@@ -79,7 +81,7 @@ pub async fn serve(gateway: Arc<Gateway>, listener: TcpListener) -> std::io::Res
         loopback: local.ip().is_loopback(),
     });
     tokio::spawn(expire_sessions(Arc::clone(&state)));
-    let app = Router::new()
+    let mut app = Router::new()
         .route(
             MCP_PATH,
             get(get_mcp)
@@ -99,8 +101,20 @@ pub async fn serve(gateway: Arc<Gateway>, listener: TcpListener) -> std::io::Res
         )
         .layer(DefaultBodyLimit::max(
             gateway.config.limits.transport_max_message_bytes,
-        ))
-        .with_state(Arc::clone(&state));
+        ));
+    let metrics = &gateway.config.metrics;
+    if metrics.enabled && metrics.listen.is_none() {
+        // Behind the same admission as `/mcp`: with `[auth]` on, only a
+        // principal sluice knows may read the catalog's names and rates.
+        app = app.route(
+            METRICS_PATH,
+            get(render_metrics).route_layer(middleware::from_fn_with_state(
+                Arc::clone(&state),
+                admission,
+            )),
+        );
+    }
+    let app = app.with_state(Arc::clone(&state));
     let shutdown_state = Arc::clone(&state);
     axum::serve(
         listener,
@@ -186,6 +200,33 @@ async fn health(State(state): State<Arc<HttpState>>, headers: HeaderMap) -> Resp
         return refused.into_response();
     }
     json_response(StatusCode::OK, &state.gateway.health(), None)
+}
+
+/// Serves only `GET /metrics`, without auth, on a listener of its own
+/// (`[metrics] listen`), until `shutdown`.
+pub async fn serve_metrics(
+    listener: TcpListener,
+    shutdown: impl std::future::Future<Output = ()> + Send + 'static,
+) -> std::io::Result<()> {
+    let app = Router::new().route(METRICS_PATH, get(render_metrics));
+    axum::serve(listener, app)
+        .with_graceful_shutdown(shutdown)
+        .await
+}
+
+/// The Prometheus text exposition of the process's metrics.
+async fn render_metrics() -> Response {
+    match crate::ops::metrics::render() {
+        Some(text) => (
+            [(
+                header::CONTENT_TYPE,
+                HeaderValue::from_static("text/plain; version=0.0.4; charset=utf-8"),
+            )],
+            text,
+        )
+            .into_response(),
+        None => StatusCode::NOT_FOUND.into_response(),
+    }
 }
 
 /// RFC 9728 protected resource metadata (OAuth mode; 404 otherwise).
