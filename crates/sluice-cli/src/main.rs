@@ -6,6 +6,7 @@
 
 mod pinning;
 mod state;
+mod telemetry;
 
 use std::io::IsTerminal;
 use std::net::SocketAddr;
@@ -431,6 +432,10 @@ async fn serve(
     stdio: bool,
 ) -> anyhow::Result<ExitCode> {
     let listen = config.server.listen;
+    if let Err(e) = telemetry::start_metrics(&config).await {
+        eprintln!("sluice: {e:#}");
+        return Ok(ExitCode::from(EXIT_INTERNAL));
+    }
     let gateway = Gateway::start(
         config,
         lock,

@@ -203,15 +203,10 @@ async fn health(State(state): State<Arc<HttpState>>, headers: HeaderMap) -> Resp
 }
 
 /// Serves only `GET /metrics`, without auth, on a listener of its own
-/// (`[metrics] listen`), until `shutdown`.
-pub async fn serve_metrics(
-    listener: TcpListener,
-    shutdown: impl std::future::Future<Output = ()> + Send + 'static,
-) -> std::io::Result<()> {
+/// (`[metrics] listen`).
+pub async fn serve_metrics(listener: TcpListener) -> std::io::Result<()> {
     let app = Router::new().route(METRICS_PATH, get(render_metrics));
-    axum::serve(listener, app)
-        .with_graceful_shutdown(shutdown)
-        .await
+    axum::serve(listener, app).await
 }
 
 /// The Prometheus text exposition of the process's metrics.
