@@ -41,3 +41,8 @@ export SLUICE_BIN="$PWD/target/debug/sluice"
 
 step "the official MCP conformance suite, directly and through sluice"
 scripts/conformance.sh "$SLUICE_BIN"
+
+# Last, because it rebuilds the sluice binary with the feature on.
+step "OpenTelemetry traces (the otel feature): lints, and spans exported to a collector"
+cargo clippy -p sluice-cli --features otel --all-targets --locked -- -D warnings
+cargo nextest run -p sluice-cli --features otel --locked --test traces

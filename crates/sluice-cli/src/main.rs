@@ -20,6 +20,9 @@ use sluice_core::catalog::lockfile::Lockfile;
 use sluice_core::config::{self, Config, Diagnostic, MCP_PATH, Source};
 use sluice_gateway::Gateway;
 use tracing_subscriber::EnvFilter;
+use tracing_subscriber::Layer;
+use tracing_subscriber::layer::SubscriberExt;
+use tracing_subscriber::util::SubscriberInitExt;
 
 const EXIT_DRIFT: u8 = 1;
 const EXIT_NOT_ESTABLISHED: u8 = 2;
@@ -196,15 +199,7 @@ fn main() -> ExitCode {
         Command::Lock { .. } | Command::Check { .. } | Command::Doctor(_) => "warn",
         _ => "info",
     };
-    tracing_subscriber::fmt()
-        .with_env_filter(
-            EnvFilter::try_from_env("SLUICE_LOG").unwrap_or_else(|_| EnvFilter::new(default_level)),
-        )
-        .with_writer(std::io::stderr)
-        .with_ansi(std::io::stderr().is_terminal())
-        .with_target(false)
-        .init();
-    match run(cli) {
+    match run(cli, default_level) {
         Ok(code) => code,
         Err(e) => {
             eprintln!("sluice: error: {e:#}");
@@ -213,7 +208,30 @@ fn main() -> ExitCode {
     }
 }
 
-fn run(cli: Cli) -> anyhow::Result<ExitCode> {
+/// Logs to stderr at `SLUICE_LOG` (default `level`); spans also go to
+/// `traces` when given (`serve` with `[telemetry]`).
+fn init_logging(level: &str, traces: Option<telemetry::TraceLayer>) {
+    // The log level filters the log only: traces keep sluice's spans
+    // whatever `SLUICE_LOG` says.
+    let log_filter =
+        EnvFilter::try_from_env("SLUICE_LOG").unwrap_or_else(|_| EnvFilter::new(level));
+    tracing_subscriber::registry()
+        .with(traces)
+        .with(
+            tracing_subscriber::fmt::layer()
+                .with_writer(std::io::stderr)
+                .with_ansi(std::io::stderr().is_terminal())
+                .with_target(false)
+                .with_filter(log_filter),
+        )
+        .init();
+}
+
+fn run(cli: Cli, log_level: &str) -> anyhow::Result<ExitCode> {
+    // `serve` starts logging once its config says where traces go.
+    if !matches!(cli.command, Command::Serve { .. }) {
+        init_logging(log_level, None);
+    }
     match cli.command {
         Command::Config {
             command: ConfigCommand::Check { source },
@@ -250,6 +268,28 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             let mut config = match load(&source) {
                 Ok(config) => config,
                 Err(code) => return Ok(code),
+            };
+            let traces = match telemetry::start_traces(&config) {
+                Ok(Some((traces, layer))) => {
+                    init_logging(log_level, Some(layer));
+                    tracing::info!(
+                        "exporting traces to {}/v1/traces",
+                        config
+                            .telemetry
+                            .otlp_endpoint
+                            .as_deref()
+                            .unwrap_or_default()
+                    );
+                    Some(traces)
+                }
+                Ok(None) => {
+                    init_logging(log_level, None);
+                    None
+                }
+                Err(e) => {
+                    eprintln!("sluice: {e:#}");
+                    return Ok(ExitCode::from(EXIT_CONFIG));
+                }
             };
             if let Some(listen) = listen {
                 config.server.listen = listen;
@@ -306,7 +346,7 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             } else {
                 runtime()?
             };
-            runtime.block_on(serve(config, lock, cursor_secret, stdio))
+            runtime.block_on(serve(config, lock, cursor_secret, stdio, traces))
         }
     }
 }
@@ -430,6 +470,7 @@ async fn serve(
     lock: Option<Lockfile>,
     cursor_secret: [u8; 32],
     stdio: bool,
+    traces: Option<telemetry::Traces>,
 ) -> anyhow::Result<ExitCode> {
     let listen = config.server.listen;
     if let Err(e) = telemetry::start_metrics(&config).await {
@@ -450,6 +491,9 @@ async fn serve(
             () = signal() => tracing::info!("signal received; shutting down"),
         }
         gateway.shutdown().await;
+        if let Some(traces) = traces {
+            traces.shutdown().await;
+        }
         return Ok(ExitCode::SUCCESS);
     }
     let listener = match tokio::net::TcpListener::bind(listen).await {
@@ -479,6 +523,9 @@ async fn serve(
     signal().await;
     tracing::info!("signal received; shutting down");
     gateway.shutdown().await;
+    if let Some(traces) = traces {
+        traces.shutdown().await;
+    }
     match tokio::time::timeout(std::time::Duration::from_secs(5), server).await {
         Ok(Ok(Ok(()))) | Err(_) => {}
         Ok(Ok(Err(e))) => tracing::warn!("HTTP server ended with an error: {e}"),

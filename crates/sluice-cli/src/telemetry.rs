@@ -41,3 +41,92 @@ pub async fn start_metrics(config: &Config) -> anyhow::Result<()> {
     });
     Ok(())
 }
+
+/// What the subscriber sends spans to, besides the log.
+pub type TraceLayer =
+    Box<dyn tracing_subscriber::Layer<tracing_subscriber::Registry> + Send + Sync>;
+
+/// Exports traces while it lives; [`Traces::shutdown`] sends what is left.
+pub struct Traces {
+    #[cfg(feature = "otel")]
+    provider: opentelemetry_sdk::trace::SdkTracerProvider,
+}
+
+impl Traces {
+    /// Sends the spans still queued (bounded), then stops exporting.
+    pub async fn shutdown(self) {
+        #[cfg(feature = "otel")]
+        {
+            let provider = self.provider;
+            let flushed = tokio::task::spawn_blocking(move || {
+                provider.shutdown_with_timeout(std::time::Duration::from_secs(5))
+            })
+            .await;
+            if let Ok(Err(e)) = flushed {
+                tracing::warn!("the trace exporter did not shut down cleanly: {e}");
+            }
+        }
+    }
+}
+
+/// Starts exporting traces to `[telemetry] otlp_endpoint`, when set: the
+/// exporter, and the layer that feeds it. A binary built without the
+/// `otel` feature refuses the key rather than drop every span silently.
+pub fn start_traces(config: &Config) -> anyhow::Result<Option<(Traces, TraceLayer)>> {
+    let Some(endpoint) = &config.telemetry.otlp_endpoint else {
+        return Ok(None);
+    };
+    #[cfg(feature = "otel")]
+    {
+        otel::start(endpoint, &config.telemetry).map(Some)
+    }
+    #[cfg(not(feature = "otel"))]
+    {
+        anyhow::bail!(
+            "[telemetry] otlp_endpoint = {endpoint:?} is set, but this sluice was built without the `otel` feature: build it with `cargo build --release --features otel`, or remove the key"
+        )
+    }
+}
+
+#[cfg(feature = "otel")]
+mod otel {
+    use anyhow::Context;
+    use opentelemetry::trace::TracerProvider;
+    use opentelemetry_otlp::WithExportConfig;
+    use opentelemetry_sdk::Resource;
+    use opentelemetry_sdk::trace::{Sampler, SdkTracerProvider};
+    use sluice_core::config::TelemetryConfig;
+    use tracing::Level;
+    use tracing_subscriber::Layer;
+    use tracing_subscriber::filter::Targets;
+
+    use super::{TraceLayer, Traces};
+
+    pub(super) fn start(
+        endpoint: &str,
+        config: &TelemetryConfig,
+    ) -> anyhow::Result<(Traces, TraceLayer)> {
+        let exporter = opentelemetry_otlp::SpanExporter::builder()
+            .with_http()
+            .with_endpoint(format!("{endpoint}/v1/traces"))
+            .build()
+            .context("[telemetry] otlp_endpoint: building the OTLP/HTTP exporter")?;
+        let provider = SdkTracerProvider::builder()
+            .with_batch_exporter(exporter)
+            // A client's sampled trace is recorded; new traces by ratio.
+            .with_sampler(Sampler::ParentBased(Box::new(Sampler::TraceIdRatioBased(
+                config.sample_ratio,
+            ))))
+            .with_resource(
+                Resource::builder()
+                    .with_service_name(config.service_name.clone())
+                    .build(),
+            )
+            .build();
+        let layer = tracing_opentelemetry::layer()
+            .with_tracer(provider.tracer("sluice"))
+            // sluice's spans, not every dependency's.
+            .with_filter(Targets::new().with_target("sluice_gateway", Level::INFO));
+        Ok((Traces { provider }, Box::new(layer)))
+    }
+}

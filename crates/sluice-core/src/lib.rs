@@ -39,6 +39,8 @@
 //! - [`envelope`]: the page builder of every list sluice owns: limit,
 //!   lite/full fields, the byte cap, sealed cursors.
 //! - [`progressive`]: the meta-tools of progressive discovery.
+//! - [`trace_context`]: W3C `traceparent` from `_meta` or the HTTP header,
+//!   continued and propagated upstream.
 //! - [`seal`]: HMAC-sealed tokens (request states, list cursors).
 //! - [`request_state`]: the sealed `requestState` that lets a 2026-07-28
 //!   client answer a legacy upstream's mid-call questions (MRTR bridging).
@@ -78,3 +80,4 @@ pub mod progressive;
 pub mod protocol;
 pub mod request_state;
 pub mod seal;
+pub mod trace_context;

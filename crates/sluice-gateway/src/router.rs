@@ -27,11 +27,12 @@ use sluice_core::outbound::Url;
 use sluice_core::progressive;
 
 use crate::gateway::{ClientEvent, Gateway};
-use crate::ops::{self, metrics};
+use crate::ops::{self, metrics, trace};
 use crate::rescue::{self, Refused, UpstreamError};
 use crate::upstream::{self, Related, Upstream};
 use sluice_core::audit::{self, Decision};
 use sluice_core::boundary::budget;
+use tracing::Instrument;
 
 /// Caching hints on what sluice serves from its own catalog: the catalog is
 /// the same for every client (no per-user auth yet), and clients learn of
@@ -97,6 +98,19 @@ impl Gateway {
         method: &str,
         params: Value,
     ) -> Result<Value, RpcError> {
+        let span = trace::request_span(method, &params);
+        self.handle_in(ctx, method, params, &span)
+            .instrument(span.clone())
+            .await
+    }
+
+    async fn handle_in(
+        &self,
+        ctx: &RequestCtx,
+        method: &str,
+        params: Value,
+        span: &tracing::Span,
+    ) -> Result<Value, RpcError> {
         let started = (tokio::time::Instant::now(), std::time::SystemTime::now());
         if !matches!(method, "ping" | "server/discover") {
             // A client that connects at once waits for the upstreams' first
@@ -141,7 +155,7 @@ impl Gateway {
         };
         if ops::AUDITED_METHODS.contains(&method) {
             self.ops
-                .finish(method, &ctx.principal, &ctx.trail, &answer, started);
+                .finish(method, &ctx.principal, &ctx.trail, &answer, started, span);
         }
         answer
     }
@@ -324,6 +338,7 @@ impl Gateway {
         if !ctx.scoped {
             return Ok(());
         }
+        let _policy = trace::policy_span().entered();
         let required = access::required_scopes(&self.config.auth.require, upstream, tool);
         if ctx.principal.missing(&required).is_empty() {
             return Ok(());
@@ -768,6 +783,10 @@ impl Gateway {
                 .unwrap_or_else(|| DEFAULT_LOG_LEVEL.to_owned());
             set_meta(&mut params, protocol::META_LOG_LEVEL, level.into());
         }
+        let span = match &conn {
+            Some(_) => trace::upstream_span(upstream.name(), method, &mut params),
+            None => tracing::Span::none(),
+        };
         for _ in 0..MAX_INPUT_ROUNDS {
             let flight = match &conn {
                 None => self.bridge.resume(ctx, method, client_params)?,
@@ -782,6 +801,7 @@ impl Gateway {
             };
             let result = self
                 .drive(ctx, method, client_params, flight, boundary)
+                .instrument(span.clone())
                 .await?;
             // A modern upstream asking a legacy client something: ask it
             // directly, then retry with its answers (MRTR, the other way).
@@ -1017,6 +1037,7 @@ impl Gateway {
         boundary: &Boundary<'_>,
         outcome: Result<Value, UpstreamError>,
     ) -> Result<Value, RpcError> {
+        let _policy = trace::policy_span().entered();
         let trail = &ctx.trail;
         let (answer, redactions) = match outcome {
             Ok(result) => {

@@ -549,6 +549,8 @@ async fn post_mcp(State(app): State<Arc<App>>, headers: HeaderMap, body: Bytes) 
             status_only(StatusCode::ACCEPTED)
         }
         Kind::Request => {
+            let traceparent = headers.get("traceparent").and_then(|v| v.to_str().ok());
+            app.fx.record(&msg, traceparent);
             let id = msg.get("id").cloned().unwrap_or(Value::Null);
             match app.fx.era_of(&msg) {
                 Era::Modern => {

@@ -145,6 +145,12 @@ pub struct Config {
     /// reports progress (two notifications) when called with a progressToken.
     #[arg(long, value_enum, value_name = "MODE")]
     pub list_tool: Option<ListToolMode>,
+
+    /// Append every request received to FILE, one JSON line each:
+    /// `{"method", "params", "traceparent"}` (`traceparent`: the HTTP header, `null` on stdio),
+    /// so that a test can see exactly what a gateway sent upstream.
+    #[arg(long, value_name = "FILE")]
+    pub record: Option<std::path::PathBuf>,
 }
 
 impl Config {

@@ -206,6 +206,24 @@ impl Fixture {
         }
     }
 
+    /// Appends a request to the `--record` file, if any.
+    pub fn record(&self, msg: &Value, traceparent: Option<&str>) {
+        let Some(path) = &self.cfg.record else { return };
+        let line = json!({
+            "method": method(msg),
+            "params": msg.get("params").cloned().unwrap_or(Value::Null),
+            "traceparent": traceparent,
+        });
+        let appended = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(path)
+            .and_then(|mut f| std::io::Write::write_all(&mut f, format!("{line}\n").as_bytes()));
+        if let Err(e) = appended {
+            eprintln!("sluice-fixture: cannot record to {}: {e}", path.display());
+        }
+    }
+
     /// Every tool, in list order.
     fn tools(&self) -> Arc<Vec<Value>> {
         let added = self.added.load(Ordering::SeqCst);

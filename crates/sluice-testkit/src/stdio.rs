@@ -75,6 +75,7 @@ pub async fn run(fx: Arc<Fixture>) -> io::Result<()> {
         };
         match classify(&msg) {
             Kind::Request => {
+                fx.record(&msg, None);
                 let era = fx.era_of(&msg);
                 let ctx = ReqCtx {
                     era,

@@ -41,6 +41,7 @@ use sluice_core::config::{AllowedOrigin, MCP_PATH};
 use sluice_core::headers;
 use sluice_core::jsonrpc::{self, Message, RpcError};
 use sluice_core::protocol::{self, Era};
+use sluice_core::trace_context;
 use tokio::net::TcpListener;
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
@@ -340,13 +341,21 @@ async fn post_mcp(
             let modern_header = headers
                 .get("mcp-protocol-version")
                 .is_some_and(|v| v.as_bytes() == protocol::MODERN_VERSION.as_bytes());
-            let request = Incoming {
+            let modern = modern_header || protocol::request_era(&params) == Era::Modern;
+            let mut request = Incoming {
                 id,
                 method,
                 params,
                 principal,
             };
-            if modern_header || protocol::request_era(&request.params) == Era::Modern {
+            // One place for the trace context from here on: `_meta`.
+            let header = |name: &str| headers.get(name).and_then(|v| v.to_str().ok());
+            trace_context::adopt_headers(
+                &mut request.params,
+                header(trace_context::TRACEPARENT),
+                header(trace_context::TRACESTATE),
+            );
+            if modern {
                 modern_request(state, &headers, request).await
             } else if request.method == "initialize" {
                 initialize(&state, request)

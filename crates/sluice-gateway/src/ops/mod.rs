@@ -11,6 +11,7 @@
 
 pub mod audit;
 pub mod metrics;
+pub(crate) mod trace;
 
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
@@ -105,6 +106,7 @@ impl Ops {
         trail: &Trail,
         outcome: &Result<Value, RpcError>,
         started: (Instant, SystemTime),
+        span: &tracing::Span,
     ) {
         let elapsed = started.0.elapsed();
         let facts = std::mem::take(&mut *trail.facts());
@@ -114,6 +116,13 @@ impl Ops {
             // request it could not route (unknown name, bad params).
             Err(_) => Decision::Invalid,
         });
+        span.record("mcp.outcome", decision.as_str());
+        if let Some(upstream) = &facts.upstream {
+            span.record("mcp.upstream", upstream.as_str());
+        }
+        if let Some(target) = &facts.target {
+            span.record("mcp.target", target.as_str());
+        }
         metrics::call(
             method,
             facts.upstream.as_deref(),

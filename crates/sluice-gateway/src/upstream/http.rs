@@ -19,6 +19,7 @@ use serde_json::Value;
 use sluice_core::headers;
 use sluice_core::jsonrpc::Message;
 use sluice_core::protocol::{self, Era};
+use sluice_core::trace_context;
 use sse_stream::SseByteStream;
 
 use super::connection::{RelatedSink, Shared};
@@ -159,10 +160,24 @@ impl HttpWire {
         message: &Value,
     ) -> reqwest::Result<reqwest::Response> {
         let body = serde_json::to_vec(message).unwrap_or_default();
+        let mut headers = self.headers(era, method, name, params);
+        // The trace context travels in `_meta` and, for HTTP-aware
+        // tracing on the upstream's side, in its headers too.
+        for key in [trace_context::TRACEPARENT, trace_context::TRACESTATE] {
+            let value = message
+                .get("params")
+                .and_then(|p| p.get("_meta"))
+                .and_then(|m| m.get(key))
+                .and_then(Value::as_str)
+                .and_then(|v| HeaderValue::try_from(v).ok());
+            if let Some(value) = value {
+                headers.insert(key, value);
+            }
+        }
         let resp = self
             .client
             .post(&self.url)
-            .headers(self.headers(era, method, name, params))
+            .headers(headers)
             .body(body)
             .send()
             .await?;
