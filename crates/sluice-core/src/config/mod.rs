@@ -27,6 +27,7 @@ use crate::discovery::WalkLimits;
 use crate::envelope::DEFAULT_PAGE_BYTES;
 use crate::naming;
 
+pub mod reload;
 mod security;
 
 pub use security::{
