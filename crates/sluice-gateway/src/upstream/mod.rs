@@ -29,7 +29,7 @@ use tokio_util::sync::CancellationToken;
 pub(crate) use connection::{Connection, Related, UpstreamEvent};
 use connection::{ServerDescription, Shared, Wire};
 
-use crate::gateway::Hub;
+use crate::gateway::{Hub, Published};
 use crate::ops::metrics;
 use crate::outbound;
 use crate::rescue::UpstreamError;
@@ -50,6 +50,9 @@ const HEALTHY_AFTER: Duration = Duration::from_secs(60);
 /// One configured upstream and what is known of it.
 pub(crate) struct Upstream {
     pub(crate) config: UpstreamConfig,
+    /// Stops this upstream's supervisor: cancelled with the whole gateway,
+    /// or alone by a reload that removes or restarts it.
+    pub(crate) stop: CancellationToken,
     connection: RwLock<Option<Arc<Connection>>>,
     status: Mutex<UpstreamStatus>,
 }
@@ -134,9 +137,10 @@ impl Settings {
 // === impl Upstream ===
 
 impl Upstream {
-    pub(crate) fn new(config: UpstreamConfig) -> Self {
+    pub(crate) fn new(config: UpstreamConfig, stop: CancellationToken) -> Self {
         Upstream {
             config,
+            stop,
             connection: RwLock::new(None),
             status: Mutex::new(UpstreamStatus {
                 state: "starting",
@@ -188,6 +192,23 @@ impl Upstream {
         metrics::upstream_up(self.name(), status.state == "ready");
     }
 
+    /// Shows what the lockfile made of its last complete read.
+    pub(crate) fn record_approval(&self, published: &Published) {
+        let diff = &published.diff;
+        metrics::drift(
+            self.name(),
+            diff.added.len() + diff.removed.len() + diff.changed.len(),
+        );
+        self.update(|s| {
+            s.approval = match (diff, published.pinned) {
+                (_, false) => "unpinned",
+                (d, true) if d.is_empty() => "unchanged",
+                _ => "drifted",
+            };
+            s.drift = (!diff.is_empty()).then(|| drift_counts(diff));
+        });
+    }
+
     fn set_connection(&self, conn: Option<Arc<Connection>>) {
         *self
             .connection
@@ -196,21 +217,38 @@ impl Upstream {
     }
 }
 
-/// Keeps one upstream connected until `shutdown`.
-pub(crate) async fn supervise(
-    up: Arc<Upstream>,
-    hub: Arc<Hub>,
-    settings: Settings,
-    shutdown: CancellationToken,
-) {
-    let mut backoff = BACKOFF_MIN;
-    let mut first_attempt = true;
-    let mut settle = || {
-        if std::mem::take(&mut first_attempt) {
-            hub.mark_settled();
+/// Counts an upstream's first connection attempt once, however it ends:
+/// connected and read, failed, or stopped before either.
+struct FirstAttempt<'a> {
+    hub: &'a Hub,
+    pending: bool,
+}
+
+impl FirstAttempt<'_> {
+    fn done(&mut self) {
+        if std::mem::take(&mut self.pending) {
+            self.hub.mark_settled();
         }
+    }
+}
+
+impl Drop for FirstAttempt<'_> {
+    fn drop(&mut self) {
+        self.done();
+    }
+}
+
+/// Keeps one upstream connected until its `stop` token is cancelled. Each
+/// connection takes the settings in force when it is made.
+pub(crate) async fn supervise(up: Arc<Upstream>, hub: Arc<Hub>) {
+    let shutdown = up.stop.clone();
+    let mut backoff = BACKOFF_MIN;
+    let mut first_attempt = FirstAttempt {
+        hub: &hub,
+        pending: true,
     };
     loop {
+        let settings = hub.settings();
         let (events_tx, mut events) = mpsc::channel(256);
         let started = Instant::now();
         let conn = match connect(&up.config, &settings, events_tx, &shutdown).await {
@@ -222,7 +260,7 @@ pub(crate) async fn supervise(
                     s.state = "failed";
                     s.last_error = Some(reason);
                 });
-                settle();
+                first_attempt.done();
                 if !wait_backoff(&mut backoff, &shutdown).await {
                     break;
                 }
@@ -248,7 +286,7 @@ pub(crate) async fn supervise(
             return stop(&up, &conn, &settings).await;
         };
         reads.after_read(complete);
-        settle();
+        first_attempt.done();
 
         loop {
             let refresh_at = reads.next;
@@ -464,23 +502,16 @@ async fn refresh_catalog(up: &Upstream, hub: &Hub, conn: &Connection, settings: 
                 catalog.resource_templates.len(),
                 catalog.prompts.len(),
             ];
-            let published = hub.publish(up.name(), catalog);
-            let drift = &published.diff;
-            metrics::drift(
-                up.name(),
-                drift.added.len() + drift.removed.len() + drift.changed.len(),
-            );
+            let Some(published) = hub.publish(up, catalog) else {
+                // A reload took this upstream out of service meanwhile.
+                return true;
+            };
+            up.record_approval(&published);
             up.update(|s| {
                 s.catalog = "complete";
                 // What went wrong before is over: the upstream is serving.
                 s.last_error = None;
                 [s.tools, s.resources, s.resource_templates, s.prompts] = counts;
-                s.approval = match (&published.diff, published.pinned) {
-                    (_, false) => "unpinned",
-                    (d, true) if d.is_empty() => "unchanged",
-                    _ => "drifted",
-                };
-                s.drift = (!published.diff.is_empty()).then(|| drift_counts(&published.diff));
             });
             true
         }
