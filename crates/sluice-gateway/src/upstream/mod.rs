@@ -241,7 +241,6 @@ impl Drop for FirstAttempt<'_> {
 /// Keeps one upstream connected until its `stop` token is cancelled. Each
 /// connection takes the settings in force when it is made.
 pub(crate) async fn supervise(up: Arc<Upstream>, hub: Arc<Hub>) {
-    let shutdown = up.stop.clone();
     let mut backoff = BACKOFF_MIN;
     let mut first_attempt = FirstAttempt {
         hub: &hub,
@@ -251,9 +250,9 @@ pub(crate) async fn supervise(up: Arc<Upstream>, hub: Arc<Hub>) {
         let settings = hub.settings();
         let (events_tx, mut events) = mpsc::channel(256);
         let started = Instant::now();
-        let conn = match connect(&up.config, &settings, events_tx, &shutdown).await {
+        let conn = match connect(&up.config, &settings, events_tx, &up.stop).await {
             Ok(conn) => Arc::new(conn),
-            Err(_) if shutdown.is_cancelled() => break,
+            Err(_) if up.stop.is_cancelled() => break,
             Err(reason) => {
                 tracing::warn!(upstream = up.name(), "upstream failed to start: {reason}");
                 up.update(|s| {
@@ -261,7 +260,7 @@ pub(crate) async fn supervise(up: Arc<Upstream>, hub: Arc<Hub>) {
                     s.last_error = Some(reason);
                 });
                 first_attempt.done();
-                if !wait_backoff(&mut backoff, &shutdown).await {
+                if !wait_backoff(&mut backoff, &up.stop).await {
                     break;
                 }
                 continue;
@@ -282,7 +281,7 @@ pub(crate) async fn supervise(up: Arc<Upstream>, hub: Arc<Hub>) {
         });
         resubscribe(&up, &hub, &conn, &settings);
         let mut reads = ReadSchedule::new(&settings);
-        let Some(complete) = refresh_or_stop(&up, &hub, &conn, &settings, &shutdown).await else {
+        let Some(complete) = refresh_or_stop(&up, &hub, &conn, &settings, &up.stop).await else {
             return stop(&up, &conn, &settings).await;
         };
         reads.after_read(complete);
@@ -297,14 +296,14 @@ pub(crate) async fn supervise(up: Arc<Upstream>, hub: Arc<Hub>) {
                 }
             };
             tokio::select! {
-                () = shutdown.cancelled() => return stop(&up, &conn, &settings).await,
+                () = up.stop.cancelled() => return stop(&up, &conn, &settings).await,
                 () = conn.closed() => break,
                 Some(event) = events.recv() => match event {
                     UpstreamEvent::ListChanged(_) => reads.list_changed(),
                     other => hub.upstream_event(up.name(), other),
                 },
                 () = refresh_due => {
-                    let Some(complete) = refresh_or_stop(&up, &hub, &conn, &settings, &shutdown).await else {
+                    let Some(complete) = refresh_or_stop(&up, &hub, &conn, &settings, &up.stop).await else {
                         return stop(&up, &conn, &settings).await;
                     };
                     reads.after_read(complete);
@@ -334,15 +333,16 @@ pub(crate) async fn supervise(up: Arc<Upstream>, hub: Arc<Hub>) {
         if started.elapsed() > HEALTHY_AFTER {
             backoff = BACKOFF_MIN;
         }
-        if !wait_backoff(&mut backoff, &shutdown).await {
+        if !wait_backoff(&mut backoff, &up.stop).await {
             break;
         }
     }
     up.update(|s| s.state = "stopped");
 }
 
-/// sluice is shutting down: ends the connection (a child gets SIGTERM,
-/// then SIGKILL after the grace period).
+/// The upstream is stopped (sluice shuts down, or a reload removes or
+/// restarts it): ends the connection (a child gets SIGTERM, then SIGKILL
+/// after the grace period).
 async fn stop(up: &Upstream, conn: &Connection, settings: &Settings) {
     conn.shutdown(settings.shutdown_grace).await;
     up.set_connection(None);
