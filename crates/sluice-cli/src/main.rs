@@ -5,6 +5,7 @@
 //! 78 invalid configuration or lockfile.
 
 mod pinning;
+mod reload;
 mod state;
 mod telemetry;
 
@@ -313,10 +314,7 @@ fn run(cli: Cli, log_level: &str) -> anyhow::Result<ExitCode> {
                     Some(lock)
                 }
                 Ok(None) if config.catalog.require_lock => {
-                    eprintln!(
-                        "{}: no lockfile, and [catalog] require_lock is true: run `sluice lock` first; nothing was started",
-                        path.display()
-                    );
+                    eprintln!("{}; nothing was started", pinning::missing_lock(&path));
                     return Ok(ExitCode::from(EXIT_CONFIG));
                 }
                 Ok(None) => {
@@ -346,7 +344,14 @@ fn run(cli: Cli, log_level: &str) -> anyhow::Result<ExitCode> {
             } else {
                 runtime()?
             };
-            runtime.block_on(serve(config, lock, cursor_secret, stdio, traces))
+            let sources = reload::Sources {
+                config: source.path().to_owned(),
+                is_json: source.mcp_json.is_some(),
+                lockfile: path,
+                listen_flag: listen,
+                bound: (!stdio).then_some(config.server.listen),
+            };
+            runtime.block_on(serve(config, lock, cursor_secret, stdio, sources, traces))
         }
     }
 }
@@ -358,20 +363,27 @@ fn runtime() -> anyhow::Result<tokio::runtime::Runtime> {
 /// Loads and validates the config; on failure prints every problem and
 /// returns the exit code.
 fn load(args: &ConfigArgs) -> Result<Config, ExitCode> {
-    let (path, is_json): (&Path, bool) = match &args.mcp_json {
-        Some(path) => (path, true),
-        None => (&args.config, false),
-    };
-    let name = path.display().to_string();
-    let text = match std::fs::read_to_string(path) {
-        Ok(text) => text,
-        Err(e) => {
-            eprintln!(
-                "{name}: cannot read the configuration: {e} (pass --config FILE or --mcp-json FILE)"
-            );
-            return Err(ExitCode::from(EXIT_CONFIG));
+    read_config(args.path(), args.mcp_json.is_some()).map_err(|problems| {
+        for p in &problems {
+            eprintln!("{p}");
         }
-    };
+        eprintln!(
+            "sluice: {} configuration problem(s); nothing was started",
+            problems.len()
+        );
+        ExitCode::from(EXIT_CONFIG)
+    })
+}
+
+/// Reads and validates the config at `path` (an `mcp.json` when
+/// `is_json`): the config, or every problem found, one line each.
+fn read_config(path: &Path, is_json: bool) -> Result<Config, Vec<String>> {
+    let name = path.display().to_string();
+    let text = std::fs::read_to_string(path).map_err(|e| {
+        vec![format!(
+            "{name}: cannot read the configuration: {e} (pass --config FILE or --mcp-json FILE)"
+        )]
+    })?;
     let source = Source {
         name: &name,
         text: &text,
@@ -383,28 +395,20 @@ fn load(args: &ConfigArgs) -> Result<Config, ExitCode> {
         Config::from_toml(source, &env)
     };
     let mut config = parsed.map_err(|diagnostics: Vec<Diagnostic>| {
-        for d in &diagnostics {
-            eprintln!("{d}");
-        }
-        eprintln!(
-            "sluice: {} configuration problem(s); nothing was started",
-            diagnostics.len()
-        );
-        ExitCode::from(EXIT_CONFIG)
+        diagnostics
+            .iter()
+            .map(ToString::to_string)
+            .collect::<Vec<_>>()
     })?;
     // Token files are relative to the config file, like the lockfile.
     let dir = path.parent().unwrap_or(Path::new("."));
     let read = |file: &Path| std::fs::read_to_string(dir.join(file)).map_err(|e| e.to_string());
-    if let Err(problems) = config.auth.load_token_files(&read) {
-        for p in &problems {
-            eprintln!("{name}: {p}");
-        }
-        eprintln!(
-            "sluice: {} configuration problem(s); nothing was started",
-            problems.len()
-        );
-        return Err(ExitCode::from(EXIT_CONFIG));
-    }
+    config.auth.load_token_files(&read).map_err(|problems| {
+        problems
+            .iter()
+            .map(|p| format!("{name}: {p}"))
+            .collect::<Vec<_>>()
+    })?;
     Ok(config)
 }
 
@@ -470,6 +474,7 @@ async fn serve(
     lock: Option<Lockfile>,
     cursor_secret: [u8; 32],
     stdio: bool,
+    sources: reload::Sources,
     traces: Option<telemetry::Traces>,
 ) -> anyhow::Result<ExitCode> {
     let listen = config.server.listen;
@@ -483,6 +488,8 @@ async fn serve(
         cursor_secret,
         sluice_gateway::ops::Ops::new(None),
     );
+    // Ends with the runtime, when `serve` returns.
+    tokio::spawn(reload::run(Arc::clone(&gateway), sources));
     if stdio {
         let (input, output) = sluice_gateway::downstream::stdio::std_streams();
         let served = sluice_gateway::downstream::stdio::serve(Arc::clone(&gateway), input, output);
@@ -505,7 +512,7 @@ async fn serve(
         }
     };
     let local = listener.local_addr().context("reading the bound address")?;
-    if !gateway.auth.is_on() {
+    if !gateway.auth().is_on() {
         // Loopback only (a public bind without auth is refused at load),
         // but every local process and user can still call every upstream.
         tracing::warn!(

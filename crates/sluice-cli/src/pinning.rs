@@ -30,18 +30,31 @@ pub fn lockfile_path(config_path: &Path, config: &Config, flag: Option<&Path>) -
 /// The lockfile, `Ok(None)` when there is none, or the exit code after
 /// printing why it cannot be read.
 pub fn read_lockfile(path: &Path) -> Result<Option<Lockfile>, ExitCode> {
+    parse_lockfile(path).map_err(|problem| {
+        eprintln!("{problem}");
+        ExitCode::from(EXIT_CONFIG)
+    })
+}
+
+/// The lockfile, `Ok(None)` when there is none, or why it cannot be read.
+pub fn parse_lockfile(path: &Path) -> Result<Option<Lockfile>, String> {
     let text = match std::fs::read_to_string(path) {
         Ok(text) => text,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
-        Err(e) => {
-            eprintln!("{}: cannot read the lockfile: {e}", path.display());
-            return Err(ExitCode::from(EXIT_CONFIG));
-        }
+        Err(e) => return Err(format!("{}: cannot read the lockfile: {e}", path.display())),
     };
-    Lockfile::parse(&text).map(Some).map_err(|e| {
-        eprintln!("{}: {e}", path.display());
-        ExitCode::from(EXIT_CONFIG)
-    })
+    Lockfile::parse(&text)
+        .map(Some)
+        .map_err(|e| format!("{}: {e}", path.display()))
+}
+
+/// Why `serve` refuses to run without the lockfile at `path`
+/// (`[catalog] require_lock`).
+pub fn missing_lock(path: &Path) -> String {
+    format!(
+        "{}: no lockfile, and [catalog] require_lock is true: run `sluice lock` first",
+        path.display()
+    )
 }
 
 /// `sluice lock [--upstream NAME]...`.

@@ -5,16 +5,19 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex, PoisonError, RwLock};
 use std::time::Duration;
 
+use arc_swap::ArcSwap;
 use serde_json::{Value, json};
 use sluice_core::boundary::redact::{MIN_EXACT_SECRET, Redactor};
 use sluice_core::catalog::drift::{self, Approval, Diff, OnDrift};
 use sluice_core::catalog::lockfile::{LockedUpstream, Lockfile};
 use sluice_core::catalog::{Federation, UpstreamCatalog};
 use sluice_core::config::Config;
+use sluice_core::config::reload::{self, UpstreamChanges};
 use sluice_core::discovery::ListKind;
 use sluice_core::envelope::Cursors;
 use sluice_core::naming::Naming;
 use tokio::sync::{broadcast, watch};
+use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
@@ -31,33 +34,54 @@ pub const VERSION: &str = env!("CARGO_PKG_VERSION");
 
 /// A running gateway.
 pub struct Gateway {
-    pub(crate) config: Config,
     pub(crate) bridge: Bridge,
-    pub(crate) upstreams: Vec<Arc<Upstream>>,
     pub(crate) hub: Arc<Hub>,
     /// Seals the cursors of every list sluice pages.
     pub(crate) cursors: Cursors,
-    /// Who HTTP clients are (`[auth]`).
-    pub auth: Auth,
-    /// The tool-call rate limiters.
-    pub(crate) rate_limits: Arc<RateLimits>,
     /// Where metrics and audit rows go.
     pub(crate) ops: Ops,
     shutdown: CancellationToken,
     tracker: TaskTracker,
+    /// Each running upstream's supervisor task, by name. A reload holds
+    /// it throughout, so reloads run one at a time.
+    supervisors: tokio::sync::Mutex<HashMap<String, JoinHandle<()>>>,
+    /// How many upstreams the start waits for (see [`Gateway::settled`]).
+    started_with: usize,
 }
 
-/// What clients share: the federated catalog and the event feed.
-pub(crate) struct Hub {
+/// What a reload replaces, swapped as one: whoever reads it sees one
+/// configuration throughout.
+pub(crate) struct Live {
+    /// The configuration in force.
+    pub(crate) config: Config,
+    /// The running upstreams, in config order.
+    pub(crate) upstreams: Vec<Arc<Upstream>>,
     /// The secret rules every answer and notification goes through.
     pub(crate) redactor: Redactor,
-    order: Vec<String>,
-    naming: Naming,
+    pub(crate) naming: Naming,
     /// The approved catalogs; `None` runs unpinned.
-    lock: Option<Lockfile>,
-    on_drift: OnDrift,
+    pub(crate) lock: Option<Lockfile>,
+    /// The tool-call rate limiters.
+    pub(crate) rate_limits: Arc<RateLimits>,
+    /// Who HTTP clients are (`[auth]`).
+    pub(crate) auth: Arc<Auth>,
+}
+
+/// What a reload did.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ReloadReport {
+    /// Upstreams started, stopped, restarted and left alone.
+    pub upstreams: UpstreamChanges,
+    /// Keys whose new value waits for a restart (they keep the old one).
+    pub deferred: Vec<&'static str>,
+}
+
+/// What clients share: the configuration in force, the federated catalog
+/// and the event feed.
+pub(crate) struct Hub {
+    live: ArcSwap<Live>,
     /// What each upstream contributes, from its last complete read.
-    approvals: Mutex<HashMap<String, Approval>>,
+    approvals: Mutex<HashMap<String, Approved>>,
     federation: RwLock<Arc<Federation>>,
     events: broadcast::Sender<ClientEvent>,
     /// How many upstreams finished their first connection attempt.
@@ -73,6 +97,13 @@ pub(crate) struct Hub {
     /// The `subscriptions/listen` streams that hold resource subscriptions
     /// on modern upstreams, by (upstream, URI).
     resource_listens: Mutex<HashMap<(String, String), tokio::task::AbortHandle>>,
+}
+
+/// An upstream's last complete read and what the lockfile lets through of
+/// it; the read is kept so that a new lockfile can judge it again.
+struct Approved {
+    catalog: UpstreamCatalog,
+    approval: Approval,
 }
 
 /// What publishing a complete read found.
@@ -100,10 +131,10 @@ pub(crate) enum ClientEvent {
 // === impl Gateway ===
 
 /// Keeps the rate limiters' memory bounded by the recently active keys.
-async fn forget_idle_rates(limits: Arc<RateLimits>, shutdown: CancellationToken) {
+async fn forget_idle_rates(hub: Arc<Hub>, shutdown: CancellationToken) {
     loop {
         tokio::select! {
-            () = tokio::time::sleep(Duration::from_secs(60)) => limits.forget_idle(),
+            () = tokio::time::sleep(Duration::from_secs(60)) => hub.live().rate_limits.forget_idle(),
             () = shutdown.cancelled() => return,
         }
     }
@@ -124,25 +155,24 @@ impl Gateway {
         cursor_secret: [u8; 32],
         ops: Ops,
     ) -> Arc<Gateway> {
-        let settings = settings(&config);
-        let secrets = config.known_secrets();
-        let short = secrets
+        let shutdown = CancellationToken::new();
+        let upstreams: Vec<Arc<Upstream>> = config
+            .upstreams
             .iter()
-            .filter(|s| s.len() < MIN_EXACT_SECRET)
-            .count();
-        if short > 0 {
-            tracing::warn!(
-                "{short} configured secret value(s) are shorter than {MIN_EXACT_SECRET} characters and are not redacted by value (too likely to match ordinary text)"
-            );
-        }
-        let redactor = Redactor::new(secrets, &config.redaction.secret_keys);
+            .map(|u| Arc::new(Upstream::new(u.clone(), shutdown.child_token())))
+            .collect();
         let (events, _) = broadcast::channel(1024);
-        let hub = Arc::new(Hub {
-            redactor,
-            order: config.upstreams.iter().map(|u| u.name.clone()).collect(),
+        let live = Live {
+            redactor: redactor(&config),
             naming: config.naming(),
+            rate_limits: Arc::new(RateLimits::new(&config)),
+            auth: Arc::new(Auth::new(&config.auth)),
+            upstreams: upstreams.clone(),
             lock,
-            on_drift: config.catalog.on_drift,
+            config,
+        };
+        let hub = Arc::new(Hub {
+            live: ArcSwap::from_pointee(live),
             approvals: Mutex::new(HashMap::new()),
             federation: RwLock::new(Arc::new(Federation::default())),
             events,
@@ -151,39 +181,106 @@ impl Gateway {
             subscription_locks: Mutex::new(HashMap::new()),
             resource_listens: Mutex::new(HashMap::new()),
         });
-        let upstreams: Vec<Arc<Upstream>> = config
-            .upstreams
-            .iter()
-            .map(|u| Arc::new(Upstream::new(u.clone())))
-            .collect();
-        let shutdown = CancellationToken::new();
         let tracker = TaskTracker::new();
-        for up in &upstreams {
-            tracker.spawn(upstream::supervise(
-                Arc::clone(up),
-                Arc::clone(&hub),
-                settings.clone(),
-                shutdown.clone(),
-            ));
-        }
+        let supervisors = upstreams
+            .iter()
+            .map(|up| {
+                let task = tracker.spawn(upstream::supervise(Arc::clone(up), Arc::clone(&hub)));
+                (up.name().to_owned(), task)
+            })
+            .collect();
+        // Closed only so that `wait` may end: reloads still spawn on it.
         tracker.close();
-        let rate_limits = Arc::new(RateLimits::new(&config));
-        tokio::spawn(forget_idle_rates(
-            Arc::clone(&rate_limits),
-            shutdown.clone(),
-        ));
+        tokio::spawn(forget_idle_rates(Arc::clone(&hub), shutdown.clone()));
         Arc::new(Gateway {
-            bridge: Bridge::new(config.server.request_timeout),
+            bridge: Bridge::new(hub.live().config.server.request_timeout),
             cursors: Cursors::new(cursor_secret),
-            auth: Auth::new(&config.auth),
-            rate_limits,
             ops,
-            config,
-            upstreams,
             hub,
             shutdown,
             tracker,
+            supervisors: tokio::sync::Mutex::new(supervisors),
+            started_with: upstreams.len(),
         })
+    }
+
+    /// Puts a new configuration and lockfile in force without a restart:
+    /// upstreams only in `config` start, those no longer in it stop (their
+    /// calls in flight fail as a lost connection does), those whose
+    /// `[[upstream]]` changed in any way restart, and the rest keep their
+    /// connections. Every upstream's last complete read is judged again
+    /// under `lock`, and clients hear `list_changed` for each list that
+    /// changed. The keys of [`reload::RESTART_ONLY`] keep their running
+    /// value. `config` must already be valid (as `serve` checks it).
+    pub async fn reload(&self, config: Config, lock: Option<Lockfile>) -> ReloadReport {
+        let mut supervisors = self.supervisors.lock().await;
+        let running = self.hub.live();
+        let plan = reload::plan(&running.config, config);
+        for key in &plan.deferred {
+            tracing::warn!(
+                key,
+                "{key} changed in the configuration: it takes effect at restart (the running value is kept)"
+            );
+        }
+        let changes = plan.upstreams;
+        let config = plan.config;
+        let upstreams: Vec<Arc<Upstream>> = config
+            .upstreams
+            .iter()
+            .map(|u| match running.upstream(&u.name) {
+                Some(up) if changes.unchanged.contains(&u.name) => Arc::clone(up),
+                _ => Arc::new(Upstream::new(u.clone(), self.shutdown.child_token())),
+            })
+            .collect();
+        let starting: Vec<Arc<Upstream>> = upstreams
+            .iter()
+            .filter(|u| !changes.unchanged.iter().any(|name| name == u.name()))
+            .cloned()
+            .collect();
+        let live = Live {
+            redactor: redactor(&config),
+            naming: config.naming(),
+            rate_limits: if plan.rates_changed {
+                Arc::new(RateLimits::new(&config))
+            } else {
+                Arc::clone(&running.rate_limits)
+            },
+            auth: if plan.auth_changed {
+                Arc::new(Auth::new(&config.auth))
+            } else {
+                Arc::clone(&running.auth)
+            },
+            upstreams,
+            lock,
+            config,
+        };
+        let ending: Vec<&String> = changes.removed.iter().chain(&changes.changed).collect();
+        self.hub.replace(Arc::new(live), &ending);
+        for name in &ending {
+            if let Some(up) = running.upstream(name) {
+                up.stop.cancel();
+            }
+        }
+        // A restarted upstream's old child is gone before its new one
+        // starts: two at once might fight over what they hold.
+        for name in &ending {
+            if let Some(task) = supervisors.remove(*name) {
+                let _ = task.await;
+            }
+        }
+        for up in starting {
+            let task = self
+                .tracker
+                .spawn(upstream::supervise(Arc::clone(&up), Arc::clone(&self.hub)));
+            supervisors.insert(up.name().to_owned(), task);
+        }
+        crate::ops::metrics::config_reload(true);
+        let report = ReloadReport {
+            upstreams: changes,
+            deferred: plan.deferred,
+        };
+        tracing::info!("configuration reloaded: {report}");
+        report
     }
 
     /// A legacy session ended (DELETE, expiry, a second `initialize`): its
@@ -215,7 +312,7 @@ impl Gateway {
     /// the catalog wait for this, so a client that connects at once does not
     /// see an empty catalog just because upstreams are still starting.
     pub async fn settled(&self, limit: Duration) {
-        let n = self.upstreams.len();
+        let n = self.started_with;
         let mut rx = self.hub.settled.subscribe();
         let _ = tokio::time::timeout(limit, rx.wait_for(|settled| *settled >= n)).await;
     }
@@ -227,12 +324,13 @@ impl Gateway {
     /// loopback-only and open to every local process anyway, and the error
     /// (redacted) is what an operator needs.
     pub fn health(&self) -> Value {
-        let upstreams: serde_json::Map<String, Value> = self
+        let live = self.live();
+        let upstreams: serde_json::Map<String, Value> = live
             .upstreams
             .iter()
             .map(|u| {
                 let mut status = self.status_value(&u.status());
-                if self.auth.is_on()
+                if live.auth.is_on()
                     && let Some(obj) = status.as_object_mut()
                 {
                     obj.remove("last_error");
@@ -240,7 +338,7 @@ impl Gateway {
                 (u.name().to_owned(), status)
             })
             .collect();
-        let all_ready = self.upstreams.iter().all(|u| u.status().state == "ready");
+        let all_ready = live.upstreams.iter().all(|u| u.status().state == "ready");
         json!({
             "status": if all_ready { "ok" } else { "degraded" },
             "version": VERSION,
@@ -253,21 +351,32 @@ impl Gateway {
     pub(crate) fn status_value(&self, status: &UpstreamStatus) -> Value {
         let mut value = serde_json::to_value(status).unwrap_or(Value::Null);
         if let Some(error) = value.get_mut("last_error") {
-            self.hub.redactor.redact(error);
+            self.live().redactor.redact(error);
         }
         value
     }
 
     /// Each upstream's status, in config order.
     pub fn upstream_statuses(&self) -> Vec<(String, UpstreamStatus)> {
-        self.upstreams
+        self.live()
+            .upstreams
             .iter()
             .map(|u| (u.name().to_owned(), u.status()))
             .collect()
     }
 
-    pub(crate) fn upstream(&self, name: &str) -> Option<&Arc<Upstream>> {
-        self.upstreams.iter().find(|u| u.name() == name)
+    pub(crate) fn upstream(&self, name: &str) -> Option<Arc<Upstream>> {
+        self.live().upstream(name).cloned()
+    }
+
+    /// The configuration, upstreams and policies in force.
+    pub(crate) fn live(&self) -> Arc<Live> {
+        self.hub.live()
+    }
+
+    /// Who HTTP clients are (`[auth]` in force).
+    pub fn auth(&self) -> Arc<Auth> {
+        Arc::clone(&self.live().auth)
     }
 
     pub(crate) fn federation(&self) -> Arc<Federation> {
@@ -287,6 +396,96 @@ impl Gateway {
 /// What every upstream connection of this gateway shares.
 fn settings(config: &Config) -> Settings {
     Settings::new(config, json!({"name": NAME, "version": VERSION}))
+}
+
+/// The redaction rules of `config`, after a warning about secrets too short
+/// to redact by value.
+fn redactor(config: &Config) -> Redactor {
+    let secrets = config.known_secrets();
+    let short = secrets
+        .iter()
+        .filter(|s| s.len() < MIN_EXACT_SECRET)
+        .count();
+    if short > 0 {
+        tracing::warn!(
+            "{short} configured secret value(s) are shorter than {MIN_EXACT_SECRET} characters and are not redacted by value (too likely to match ordinary text)"
+        );
+    }
+    Redactor::new(secrets, &config.redaction.secret_keys)
+}
+
+// === impl Live ===
+
+impl Live {
+    pub(crate) fn upstream(&self, name: &str) -> Option<&Arc<Upstream>> {
+        self.upstreams.iter().find(|u| u.name() == name)
+    }
+
+    /// An upstream's complete read as this generation's lockfile approves it.
+    fn approve(&self, upstream: &str, catalog: &UpstreamCatalog) -> Approval {
+        let unlocked = LockedUpstream::default();
+        let approved = self
+            .lock
+            .as_ref()
+            .map(|lock| lock.upstreams.get(upstream).unwrap_or(&unlocked));
+        drift::approve(approved, catalog, self.config.catalog.on_drift)
+    }
+
+    fn log_verdict(&self, upstream: &str, diff: &Diff) {
+        let Some(lock) = &self.lock else {
+            return;
+        };
+        if diff.is_empty() {
+            tracing::info!(upstream, "catalog matches sluice.lock");
+            return;
+        }
+        let action = match self.config.catalog.on_drift {
+            OnDrift::Block => "withheld from clients, and calls to them are refused",
+            OnDrift::Warn => "served anyway (on_drift = \"warn\"), changed ones as approved",
+        };
+        if !lock.upstreams.contains_key(upstream) {
+            tracing::warn!(
+                upstream,
+                "upstream is not in sluice.lock: its {} entries are unapproved and {action}; run `sluice lock --upstream {upstream}` to approve them",
+                diff.added.len()
+            );
+            return;
+        }
+        tracing::warn!(
+            upstream,
+            "catalog drifted from sluice.lock ({} added, {} removed, {} changed); these entries are {action}:\n{diff}",
+            diff.added.len(),
+            diff.removed.len(),
+            diff.changed.len()
+        );
+    }
+}
+
+// === impl ReloadReport ===
+
+impl std::fmt::Display for ReloadReport {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let names = |list: &[String]| {
+            if list.is_empty() {
+                "none".to_owned()
+            } else {
+                list.join(", ")
+            }
+        };
+        let u = &self.upstreams;
+        write!(
+            f,
+            "upstreams added: {}; removed: {}; restarted: {}; unchanged: {}",
+            names(&u.added),
+            names(&u.removed),
+            names(&u.changed),
+            names(&u.unchanged)
+        )?;
+        if !self.deferred.is_empty() {
+            write!(f, "; waiting for a restart: {}", self.deferred.join(", "))?;
+        }
+        Ok(())
+    }
 }
 
 /// Reads the catalog of each named upstream once (all at once), as
@@ -341,61 +540,135 @@ impl Hub {
         )
     }
 
+    /// The configuration, upstreams and policies in force.
+    pub(crate) fn live(&self) -> Arc<Live> {
+        self.live.load_full()
+    }
+
+    /// What the connections made from now on share.
+    pub(crate) fn settings(&self) -> Settings {
+        settings(&self.live().config)
+    }
+
     /// Publishes an upstream's complete catalog, as approved by the
     /// lockfile, and tells clients which federated lists changed. A drift
     /// verdict is logged when it differs from the last one, not on every
-    /// read.
-    pub(crate) fn publish(&self, upstream: &str, catalog: UpstreamCatalog) -> Published {
-        let unlocked = LockedUpstream::default();
-        let approved = self
-            .lock
-            .as_ref()
-            .map(|lock| lock.upstreams.get(upstream).unwrap_or(&unlocked));
-        let approval = drift::approve(approved, &catalog, self.on_drift);
-        let published = Published {
-            diff: approval.diff.clone(),
-            pinned: approved.is_some(),
-        };
+    /// read. `None` when `upstream` is no longer in force (a reload stopped
+    /// or replaced it while it read).
+    pub(crate) fn publish(
+        &self,
+        upstream: &Upstream,
+        catalog: UpstreamCatalog,
+    ) -> Option<Published> {
+        let name = upstream.name();
         // The new federation replaces the old one while the approvals are
         // still locked: two upstreams publishing at once must not let the
-        // older build overwrite the newer.
-        let (old, new, previous) = {
+        // older build overwrite the newer, nor a reload's.
+        let (live, old, new, previous, published) = {
             let mut approvals = self
                 .approvals
                 .lock()
                 .unwrap_or_else(PoisonError::into_inner);
-            let previous = approvals
-                .insert(upstream.to_owned(), approval)
-                .map(|a| a.diff);
-            let ordered: Vec<(&str, &Approval)> = self
-                .order
+            let live = self.live();
+            if !live
+                .upstreams
                 .iter()
-                .filter_map(|name| approvals.get(name).map(|a| (name.as_str(), a)))
-                .collect();
-            let mut fed = Federation::build(
-                ordered.iter().map(|(name, a)| (*name, &a.served)),
-                &self.naming,
-            );
-            for (name, a) in &ordered {
-                fed.withhold(name, &self.naming, &a.withheld);
+                .any(|u| std::ptr::eq(Arc::as_ptr(u), upstream))
+            {
+                return None;
             }
-            let new = Arc::new(fed);
-            let old = std::mem::replace(
-                &mut *self
-                    .federation
-                    .write()
-                    .unwrap_or_else(PoisonError::into_inner),
-                Arc::clone(&new),
-            );
-            (old, new, previous)
+            let approval = live.approve(name, &catalog);
+            let published = Published {
+                diff: approval.diff.clone(),
+                pinned: live.lock.is_some(),
+            };
+            let previous = approvals
+                .insert(name.to_owned(), Approved { catalog, approval })
+                .map(|a| a.approval.diff);
+            let (old, new) = self.rebuild(&live, &approvals);
+            (live, old, new, previous, published)
         };
-        if approved.is_some() && previous.as_ref() != Some(&published.diff) {
-            let not_in_lock = self
-                .lock
-                .as_ref()
-                .is_some_and(|lock| !lock.upstreams.contains_key(upstream));
-            self.log_verdict(upstream, not_in_lock, &published.diff);
+        if previous.as_ref() != Some(&published.diff) {
+            live.log_verdict(name, &published.diff);
         }
+        self.announce(&old, &new);
+        Some(published)
+    }
+
+    /// Puts a reloaded generation in force: forgets the reads of the
+    /// upstreams in `ending` (stopped or restarted), judges every other
+    /// upstream's last complete read again under the new lockfile, and
+    /// tells clients which federated lists changed.
+    fn replace(&self, live: Arc<Live>, ending: &[&String]) {
+        let (old, new, verdicts) = {
+            let mut approvals = self
+                .approvals
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner);
+            self.live.store(Arc::clone(&live));
+            approvals.retain(|name, _| !ending.contains(&name));
+            let mut verdicts = Vec::new();
+            for (name, approved) in approvals.iter_mut() {
+                let approval = live.approve(name, &approved.catalog);
+                let previous = std::mem::replace(&mut approved.approval, approval);
+                let published = Published {
+                    diff: approved.approval.diff.clone(),
+                    pinned: live.lock.is_some(),
+                };
+                if let Some(up) = live.upstream(name) {
+                    up.record_approval(&published);
+                }
+                if previous.diff != published.diff {
+                    verdicts.push((name.clone(), published.diff));
+                }
+            }
+            let (old, new) = self.rebuild(&live, &approvals);
+            (old, new, verdicts)
+        };
+        for (name, diff) in &verdicts {
+            live.log_verdict(name, diff);
+        }
+        self.announce(&old, &new);
+    }
+
+    /// Builds the federation of the approved reads in config order and puts
+    /// it in force: the old one and the new.
+    fn rebuild(
+        &self,
+        live: &Live,
+        approvals: &HashMap<String, Approved>,
+    ) -> (Arc<Federation>, Arc<Federation>) {
+        let ordered: Vec<(&str, &Approval)> = live
+            .config
+            .upstreams
+            .iter()
+            .filter_map(|u| {
+                approvals
+                    .get(&u.name)
+                    .map(|a| (u.name.as_str(), &a.approval))
+            })
+            .collect();
+        let mut fed = Federation::build(
+            ordered.iter().map(|(name, a)| (*name, &a.served)),
+            &live.naming,
+        );
+        for (name, a) in &ordered {
+            fed.withhold(name, &live.naming, &a.withheld);
+        }
+        let new = Arc::new(fed);
+        let old = std::mem::replace(
+            &mut *self
+                .federation
+                .write()
+                .unwrap_or_else(PoisonError::into_inner),
+            Arc::clone(&new),
+        );
+        (old, new)
+    }
+
+    /// Tells clients which lists differ between two federations, and
+    /// operators which entries collide in the new one.
+    fn announce(&self, old: &Federation, new: &Federation) {
         for collision in new.collisions() {
             tracing::warn!(
                 list = collision.kind.method(),
@@ -417,38 +690,11 @@ impl Hub {
         for method in changed {
             let _ = self.events.send(ClientEvent::ListChanged(method));
         }
-        published
-    }
-
-    fn log_verdict(&self, upstream: &str, not_in_lock: bool, diff: &Diff) {
-        if diff.is_empty() {
-            tracing::info!(upstream, "catalog matches sluice.lock");
-            return;
-        }
-        let action = match self.on_drift {
-            OnDrift::Block => "withheld from clients, and calls to them are refused",
-            OnDrift::Warn => "served anyway (on_drift = \"warn\"), changed ones as approved",
-        };
-        if not_in_lock {
-            tracing::warn!(
-                upstream,
-                "upstream is not in sluice.lock: its {} entries are unapproved and {action}; run `sluice lock --upstream {upstream}` to approve them",
-                diff.added.len()
-            );
-            return;
-        }
-        tracing::warn!(
-            upstream,
-            "catalog drifted from sluice.lock ({} added, {} removed, {} changed); these entries are {action}:\n{diff}",
-            diff.added.len(),
-            diff.removed.len(),
-            diff.changed.len()
-        );
     }
 
     /// Whether a lockfile is in force (only approved entries are served).
     pub(crate) fn is_pinned(&self) -> bool {
-        self.lock.is_some()
+        self.live().lock.is_some()
     }
 
     /// Forgets the listen streams of an upstream whose connection ended
@@ -585,7 +831,7 @@ impl Hub {
             // A URI routes the update: it is not upstream text to redact.
             UpstreamEvent::ResourceUpdated(params) => ClientEvent::ResourceUpdated(params),
             UpstreamEvent::Log(mut params) => {
-                crate::ops::metrics::redactions(&self.redactor.redact(&mut params));
+                crate::ops::metrics::redactions(&self.live().redactor.redact(&mut params));
                 // Say which upstream logged, unless it named itself.
                 if let Some(obj) = params.as_object_mut() {
                     obj.entry("logger").or_insert_with(|| upstream.into());

@@ -28,7 +28,8 @@ impl Gateway {
     /// One page of an MCP list. Progressive mode lists the meta-tools in
     /// place of the tools.
     pub(crate) fn list(&self, kind: ListKind, params: &Value) -> Result<Value, RpcError> {
-        let catalog = &self.config.catalog;
+        let live = self.live();
+        let catalog = &live.config.catalog;
         let rows = if kind == ListKind::Tools && catalog.mode == CatalogMode::Progressive {
             progressive::meta_tools()
         } else {
@@ -91,7 +92,7 @@ impl Gateway {
             },
             args.get("cursor"),
             limit,
-            self.config.catalog.page_bytes,
+            self.live().config.catalog.page_bytes,
             items(),
         )
     }
@@ -127,7 +128,7 @@ impl Gateway {
             },
             args.get("cursor"),
             limit,
-            self.config.catalog.page_bytes,
+            self.live().config.catalog.page_bytes,
             items(),
         )
     }

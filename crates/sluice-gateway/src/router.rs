@@ -26,7 +26,7 @@ use sluice_core::elicitation;
 use sluice_core::outbound::Url;
 use sluice_core::progressive;
 
-use crate::gateway::{ClientEvent, Gateway};
+use crate::gateway::{ClientEvent, Gateway, Live};
 use crate::ops::{self, metrics, trace};
 use crate::rescue::{self, Refused, UpstreamError};
 use crate::upstream::{self, Related, Upstream};
@@ -115,7 +115,12 @@ impl Gateway {
         if !matches!(method, "ping" | "server/discover") {
             // A client that connects at once waits for the upstreams' first
             // reads, but a hung upstream must not hold everyone for long.
-            let limit = self.config.server.startup_timeout.min(SETTLE_WAIT_MAX);
+            let limit = self
+                .live()
+                .config
+                .server
+                .startup_timeout
+                .min(SETTLE_WAIT_MAX);
             self.settled(limit).await;
         }
         let outcome = match method {
@@ -209,7 +214,9 @@ impl Gateway {
             .get("name")
             .and_then(Value::as_str)
             .unwrap_or_default();
-        if self.config.catalog.mode == CatalogMode::Progressive && progressive::is_meta_tool(name) {
+        if self.live().config.catalog.mode == CatalogMode::Progressive
+            && progressive::is_meta_tool(name)
+        {
             let args = params
                 .get("arguments")
                 .cloned()
@@ -266,7 +273,7 @@ impl Gateway {
                 return Err(rescue::drift_blocked(what, name, withheld));
             }
             if let Some(pending) = self.pending_owner(name) {
-                return Err(rescue::catalog_pending(pending));
+                return Err(rescue::catalog_pending(&pending));
             }
             return Err(RpcError::invalid_params(format!("Unknown {what}: {name}")));
         };
@@ -289,11 +296,12 @@ impl Gateway {
         } else {
             self.admit_upstream(ctx, &route.upstream)?;
         }
+        let live = self.live();
         let boundary = match kind {
-            ListKind::Tools => self.tool_boundary(upstream, exposed, &route.name),
-            _ => self.boundary(upstream, Surface::Prompt, true),
+            ListKind::Tools => self.tool_boundary(&live, &upstream, exposed, &route.name),
+            _ => self.boundary(&live, &upstream, Surface::Prompt, true),
         };
-        self.forward(ctx, upstream, method, &client_params, params, &boundary)
+        self.forward(ctx, &upstream, method, &client_params, params, &boundary)
             .await
     }
 
@@ -312,7 +320,8 @@ impl Gateway {
         if !count {
             return Ok(());
         }
-        self.rate_limits
+        self.live()
+            .rate_limits
             .check(&ctx.principal.key(), upstream, tool, exposed)
             .map_err(|wait| {
                 tracing::debug!(principal = %ctx.principal.name, tool = exposed, "rate limited");
@@ -339,7 +348,7 @@ impl Gateway {
             return Ok(());
         }
         let _policy = trace::policy_span().entered();
-        let required = access::required_scopes(&self.config.auth.require, upstream, tool);
+        let required = access::required_scopes(&self.live().config.auth.require, upstream, tool);
         if ctx.principal.missing(&required).is_empty() {
             return Ok(());
         }
@@ -358,13 +367,19 @@ impl Gateway {
 
     /// What a client's answer from `upstream` goes through: redaction
     /// always; the read budget when `read`.
-    fn boundary<'a>(&'a self, upstream: &Upstream, surface: Surface, read: bool) -> Boundary<'a> {
+    fn boundary<'a>(
+        &self,
+        live: &'a Live,
+        upstream: &Upstream,
+        surface: Surface,
+        read: bool,
+    ) -> Boundary<'a> {
         Boundary {
-            redactor: &self.hub.redactor,
+            redactor: &live.redactor,
             limit: upstream
                 .config
                 .read_budget
-                .unwrap_or(self.config.limits.read_budget),
+                .unwrap_or(live.config.limits.read_budget),
             surface,
             read,
             projection: None,
@@ -374,15 +389,21 @@ impl Gateway {
     /// A tool call's boundary: a read only for a read-only tool (its
     /// approved definition says so and its upstream is trusted, or the
     /// config lists it), with its own budget and projection if configured.
-    fn tool_boundary<'a>(&'a self, upstream: &Upstream, exposed: &str, name: &str) -> Boundary<'a> {
+    fn tool_boundary<'a>(
+        &self,
+        live: &'a Live,
+        upstream: &Upstream,
+        exposed: &str,
+        name: &str,
+    ) -> Boundary<'a> {
         let up = &upstream.config;
         let fed = self.federation();
         let read = self.is_read_only(&up.name, name, fed.tool(exposed));
-        let mut boundary = self.boundary(upstream, Surface::Tool, read);
+        let mut boundary = self.boundary(live, upstream, Surface::Tool, read);
         if let Some(limit) = up.tool_read_budgets.get(name) {
             boundary.limit = *limit;
         }
-        boundary.projection = self
+        boundary.projection = live
             .config
             .projections
             .iter()
@@ -407,10 +428,11 @@ impl Gateway {
         ctx.trail
             .routed(upstream.name(), &audit::resource_kind(uri));
         self.admit_upstream(ctx, upstream.name())?;
-        let boundary = self.boundary(upstream, Surface::Resource, true);
+        let live = self.live();
+        let boundary = self.boundary(&live, &upstream, Surface::Resource, true);
         self.forward(
             ctx,
-            upstream,
+            &upstream,
             "resources/read",
             &params.clone(),
             params,
@@ -478,13 +500,14 @@ impl Gateway {
                 &self.hub,
                 &conn,
                 &uri,
-                self.config.server.request_timeout,
+                self.live().config.server.request_timeout,
             );
             return Ok(json!({}));
         }
-        let boundary = self.boundary(upstream, Surface::Resource, false);
+        let live = self.live();
+        let boundary = self.boundary(&live, &upstream, Surface::Resource, false);
         let result = self
-            .forward(ctx, upstream, method, &params.clone(), params, &boundary)
+            .forward(ctx, &upstream, method, &params.clone(), params, &boundary)
             .await;
         // Undo what this request did if it failed, or if the session ended
         // meanwhile (its subscriptions were already released without this
@@ -503,7 +526,7 @@ impl Gateway {
     /// hung upstream must not hold the client (or a session's end) up.
     pub(crate) fn unsubscribe_upstream(&self, upstream: &str, uri: &str) {
         let conn = self.upstream(upstream).and_then(|u| u.connection().ok());
-        let timeout = self.config.server.request_timeout;
+        let timeout = self.live().config.server.request_timeout;
         let hub = Arc::clone(&self.hub);
         let (upstream, uri) = (upstream.to_owned(), uri.to_owned());
         tokio::spawn(async move {
@@ -537,19 +560,20 @@ impl Gateway {
 
     /// The upstream whose namespace a tool or prompt name is in, when that
     /// upstream has no complete catalog yet (so the name may well exist).
-    fn pending_owner(&self, exposed: &str) -> Option<&str> {
-        let naming = self.config.naming();
-        self.upstreams
+    fn pending_owner(&self, exposed: &str) -> Option<String> {
+        let live = self.live();
+        live.upstreams
             .iter()
-            .filter(|u| u.status().catalog == "none" && naming.is_prefixed(u.name()))
+            .filter(|u| u.status().catalog == "none" && live.naming.is_prefixed(u.name()))
             .map(|u| u.name())
-            .find(|up| exposed.starts_with(&naming.prefix(up)))
+            .find(|up| exposed.starts_with(&live.naming.prefix(up)))
+            .map(str::to_owned)
     }
 
     /// The upstream that serves a URI: the one that lists it, else the
     /// first with a matching template, else the only upstream that offers
     /// resources at all.
-    fn resource_owner(&self, uri: &str) -> Result<&Upstream, RpcError> {
+    fn resource_owner(&self, uri: &str) -> Result<Arc<Upstream>, RpcError> {
         let fed = self.federation();
         if let Some(withheld) = fed.withheld_resource(uri) {
             return Err(rescue::drift_blocked("resource", uri, withheld));
@@ -565,12 +589,13 @@ impl Gateway {
                     .with_data(json!({"uri": uri})),
             );
         }
-        let mut offering = self
+        let live = self.live();
+        let mut offering = live
             .upstreams
             .iter()
             .filter(|u| u.connection().is_ok_and(|c| c.offers("resources")));
         match (offering.next(), offering.next()) {
-            (Some(only), None) => Ok(only),
+            (Some(only), None) => Ok(Arc::clone(only)),
             _ => Err(
                 RpcError::new(jsonrpc::LEGACY_RESOURCE_NOT_FOUND, "Resource not found")
                     .with_data(json!({"uri": uri})),
@@ -622,10 +647,11 @@ impl Gateway {
             }
         };
         self.admit_upstream(ctx, upstream.name())?;
-        let boundary = self.boundary(upstream, Surface::Prompt, false);
+        let live = self.live();
+        let boundary = self.boundary(&live, &upstream, Surface::Prompt, false);
         self.forward(
             ctx,
-            upstream,
+            &upstream,
             "completion/complete",
             &params.clone(),
             params,
@@ -662,7 +688,7 @@ impl Gateway {
         if let Some(session) = &ctx.session {
             session.set_log_level(level);
         }
-        for up in &self.upstreams {
+        for up in &self.live().upstreams {
             let Ok(conn) = up.connection() else { continue };
             if conn.description().era == Era::Legacy && conn.offers("logging") {
                 let _ = conn
@@ -671,7 +697,7 @@ impl Gateway {
                         params.clone(),
                         &json!({}),
                         None,
-                        self.config.server.request_timeout,
+                        self.live().config.server.request_timeout,
                         &[],
                     )
                     .await;
@@ -738,8 +764,8 @@ impl Gateway {
         }
     }
 
-    fn upstream_named(&self, name: &str) -> Result<&Upstream, RpcError> {
-        self.upstream(name).map(Arc::as_ref).ok_or_else(|| {
+    fn upstream_named(&self, name: &str) -> Result<Arc<Upstream>, RpcError> {
+        self.upstream(name).ok_or_else(|| {
             RpcError::new(
                 jsonrpc::INTERNAL_ERROR,
                 format!("no upstream named {name:?}"),
@@ -795,7 +821,7 @@ impl Gateway {
                     method,
                     params.clone(),
                     ctx,
-                    self.config.server.request_timeout,
+                    self.live().config.server.request_timeout,
                     self.param_headers(ctx, method, client_params, &params),
                 ),
             };
@@ -914,7 +940,7 @@ impl Gateway {
             };
             let question = request.get("params").cloned().unwrap_or(Value::Null);
             let answer = link
-                .request(method, question, self.config.server.request_timeout)
+                .request(method, question, self.live().config.server.request_timeout)
                 .await?;
             answers.insert(key.clone(), answer);
         }
@@ -942,7 +968,7 @@ impl Gateway {
     /// reach the client (S-27); logged when it does.
     fn is_sensitive_elicitation(&self, method: &str, params: &Value) -> bool {
         if method != "elicitation/create"
-            || self.config.sensitive_elicitation == SensitiveElicitation::Allow
+            || self.live().config.sensitive_elicitation == SensitiveElicitation::Allow
         {
             return false;
         }
@@ -1097,7 +1123,7 @@ impl Gateway {
             Related::Notification(mut message) => {
                 // Progress messages and log data are upstream text too.
                 if let Some(params) = message.get_mut("params") {
-                    metrics::redactions(&self.hub.redactor.redact(params));
+                    metrics::redactions(&self.live().redactor.redact(params));
                 }
                 if message.get("method").and_then(Value::as_str) == Some("notifications/progress") {
                     match (token, message.pointer_mut("/params/progressToken")) {
@@ -1127,7 +1153,7 @@ impl Gateway {
                 }
                 // What an upstream asks a client (a sampling prompt, an
                 // elicitation message) is upstream text too.
-                metrics::redactions(&self.hub.redactor.redact(&mut params));
+                metrics::redactions(&self.live().redactor.redact(&mut params));
                 let declared = match method.as_str() {
                     "sampling/createMessage" => "sampling",
                     "elicitation/create" => "elicitation",
@@ -1152,7 +1178,7 @@ impl Gateway {
                 };
                 // The client's answer may take long: wait for it on its own
                 // task so the upstream's answer keeps flowing meanwhile.
-                let timeout = self.config.server.request_timeout;
+                let timeout = self.live().config.server.request_timeout;
                 tokio::spawn(async move {
                     let _ = reply.send(link.request(&method, params, timeout).await);
                 });

@@ -90,9 +90,14 @@ pub struct StdioSluice {
 impl StdioSluice {
     pub async fn start(config: &str) -> Self {
         let (dir, path) = write_config(config);
+        Self::start_at(dir, &path).await
+    }
+
+    /// Serves the config at `path`, which lives in `dir`.
+    pub async fn start_at(dir: tempfile::TempDir, path: &std::path::Path) -> Self {
         let mut child = Command::new(sluice_bin())
             .args(["serve", "--stdio", "--config"])
-            .arg(&path)
+            .arg(path)
             .env("SLUICE_LOG", "warn")
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
@@ -226,17 +231,27 @@ impl HttpSluice {
     /// Serves the config at `path`, which lives in `dir` (with its
     /// lockfile, if any).
     pub async fn start_at(dir: tempfile::TempDir, path: &std::path::Path) -> Self {
+        Self::start_logged(dir, path, "warn", &Log::default()).await
+    }
+
+    /// Like [`HttpSluice::start_at`], logging at `level` into `log`.
+    pub async fn start_logged(
+        dir: tempfile::TempDir,
+        path: &std::path::Path,
+        level: &str,
+        log: &Log,
+    ) -> Self {
         let mut child = Command::new(sluice_bin())
             .args(["serve", "--listen", "127.0.0.1:0", "--config"])
             .arg(path)
-            .env("SLUICE_LOG", "warn")
+            .env("SLUICE_LOG", level)
             .stdin(Stdio::null())
             .stdout(Stdio::null())
             .stderr(Stdio::piped())
             .kill_on_drop(true)
             .spawn()
             .unwrap();
-        let url = listening_url(&mut child).await;
+        let url = logged_listening_url(&mut child, log).await;
         let base = url.trim_end_matches("/mcp").to_owned();
         HttpSluice {
             child,
@@ -338,6 +353,11 @@ pub async fn http_fixture(args: &[&str]) -> (Child, String) {
 /// Reads the `listening on URL` line a server prints to stderr, then keeps
 /// draining stderr so the server never blocks on a full pipe.
 pub async fn listening_url(child: &mut Child) -> String {
+    logged_listening_url(child, &Log::default()).await
+}
+
+/// [`listening_url`], keeping every stderr line in `log`.
+async fn logged_listening_url(child: &mut Child, log: &Log) -> String {
     let mut stderr = BufReader::new(child.stderr.take().unwrap()).lines();
     let url = tokio::time::timeout(WAIT, async {
         loop {
@@ -346,6 +366,7 @@ pub async fn listening_url(child: &mut Child) -> String {
                 .await
                 .unwrap()
                 .expect("the server printed its address");
+            log.push(&line);
             if let Some(at) = line.find("listening on ") {
                 return line[at + "listening on ".len()..].trim().to_owned();
             }
@@ -353,8 +374,44 @@ pub async fn listening_url(child: &mut Child) -> String {
     })
     .await
     .expect("the server listened in time");
-    tokio::spawn(async move { while let Ok(Some(_)) = stderr.next_line().await {} });
+    let log = log.clone();
+    tokio::spawn(async move {
+        while let Ok(Some(line)) = stderr.next_line().await {
+            log.push(&line);
+        }
+    });
     url
+}
+
+/// A server's stderr, as it comes.
+#[derive(Clone, Default)]
+pub struct Log(std::sync::Arc<std::sync::Mutex<String>>);
+
+impl Log {
+    fn push(&self, line: &str) {
+        let mut text = self.0.lock().unwrap();
+        text.push_str(line);
+        text.push('\n');
+    }
+
+    pub fn text(&self) -> String {
+        self.0.lock().unwrap().clone()
+    }
+
+    /// Waits (bounded) until `needle` has been logged `times` times.
+    pub async fn wait_for(&self, needle: &str, times: usize) -> String {
+        for _ in 0..300 {
+            let text = self.text();
+            if text.matches(needle).count() >= times {
+                return text;
+            }
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+        panic!(
+            "{needle:?} was not logged {times} time(s):\n{}",
+            self.text()
+        );
+    }
 }
 
 /// Reads a response body that may be JSON or SSE into its JSON-RPC

@@ -28,6 +28,7 @@ use crate::envelope::DEFAULT_PAGE_BYTES;
 use crate::naming;
 
 mod ops;
+pub mod reload;
 mod security;
 
 pub use ops::{MetricsConfig, TelemetryConfig};

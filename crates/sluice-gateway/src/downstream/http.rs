@@ -101,9 +101,9 @@ pub async fn serve(gateway: Arc<Gateway>, listener: TcpListener) -> std::io::Res
             get(resource_metadata),
         )
         .layer(DefaultBodyLimit::max(
-            gateway.config.limits.transport_max_message_bytes,
+            gateway.live().config.limits.transport_max_message_bytes,
         ));
-    let metrics = &gateway.config.metrics;
+    let metrics = &gateway.live().config.metrics;
     if metrics.enabled && metrics.listen.is_none() {
         // Behind the same admission as `/mcp`: with `[auth]` on, only a
         // principal sluice knows may read the catalog's names and rates.
@@ -166,7 +166,7 @@ impl HttpState {
 }
 
 async fn expire_sessions(state: Arc<HttpState>) {
-    let limit = state.gateway.config.server.session_idle_timeout;
+    let limit = state.gateway.live().config.server.session_idle_timeout;
     let every = (limit / 4).clamp(Duration::from_millis(250), Duration::from_secs(30));
     loop {
         tokio::select! {
@@ -230,7 +230,7 @@ async fn resource_metadata(State(state): State<Arc<HttpState>>, headers: HeaderM
     if let Err(refused) = check_transport(&state, &headers) {
         return refused.into_response();
     }
-    match state.gateway.auth.resource_metadata() {
+    match state.gateway.auth().resource_metadata() {
         Some(doc) => json_response(StatusCode::OK, &doc, None),
         None => StatusCode::NOT_FOUND.into_response(),
     }
@@ -259,7 +259,7 @@ async fn admit(state: &HttpState, headers: &HeaderMap) -> Result<Arc<Principal>,
     let authorization = headers
         .get(header::AUTHORIZATION)
         .map(|v| v.to_str().unwrap_or("\u{fffd}"));
-    let auth = &state.gateway.auth;
+    let auth = state.gateway.auth();
     match auth.authenticate(authorization).await {
         Ok(principal) => Ok(Arc::new(principal)),
         Err(refusal) => {
@@ -313,7 +313,7 @@ fn check_transport(state: &HttpState, headers: &HeaderMap) -> Result<(), Refusal
     check_origin(
         headers,
         state.loopback,
-        &state.gateway.config.server.allowed_origins,
+        &state.gateway.live().config.server.allowed_origins,
     )
 }
 
@@ -437,7 +437,7 @@ async fn modern_request(state: Arc<HttpState>, headers: &HeaderMap, request: Inc
         client_capabilities: meta.client_capabilities,
         link: None,
         session: None,
-        scoped: state.gateway.auth.is_on(),
+        scoped: state.gateway.auth().is_on(),
         principal,
         refusal: Default::default(),
         trail: Default::default(),
@@ -463,7 +463,7 @@ fn initialize(state: &HttpState, request: Incoming) -> Response {
     } = request;
     {
         let sessions = state.lock_sessions();
-        if sessions.len() >= state.gateway.config.server.max_sessions {
+        if sessions.len() >= state.gateway.live().config.server.max_sessions {
             let e = RpcError::new(
                 jsonrpc::INTERNAL_ERROR,
                 "too many open sessions; try again later",
@@ -521,7 +521,7 @@ async fn legacy_request(state: Arc<HttpState>, headers: &HeaderMap, request: Inc
         client_capabilities: session.client_capabilities.clone(),
         link: None,
         session: Some(Arc::clone(&session)),
-        scoped: state.gateway.auth.is_on(),
+        scoped: state.gateway.auth().is_on(),
         principal,
         refusal: Default::default(),
         trail: Default::default(),
@@ -597,7 +597,7 @@ async fn respond(
         // Cancelled before anything was said: no answer is due.
         None => StatusCode::ACCEPTED.into_response(),
         Some(first) if first.get("method").is_none() => {
-            answer_response(&gateway.auth, era, &first, refusal.get())
+            answer_response(&gateway.auth(), era, &first, refusal.get())
         }
         Some(first) => {
             let rest = stream::unfold(rx, |mut rx| async move { rx.recv().await.map(|m| (m, rx)) });

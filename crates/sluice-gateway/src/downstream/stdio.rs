@@ -83,7 +83,7 @@ pub async fn serve(
     let codec = AnyDelimiterCodec::new_with_max_length(
         b"\n".to_vec(),
         Vec::new(),
-        gateway.config.limits.transport_max_message_bytes,
+        gateway.live().config.limits.transport_max_message_bytes,
     );
     let mut frames = FramedRead::new(input, codec);
     let mut client = StdioClient {

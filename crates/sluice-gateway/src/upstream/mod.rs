@@ -29,7 +29,7 @@ use tokio_util::sync::CancellationToken;
 pub(crate) use connection::{Connection, Related, UpstreamEvent};
 use connection::{ServerDescription, Shared, Wire};
 
-use crate::gateway::Hub;
+use crate::gateway::{Hub, Published};
 use crate::ops::metrics;
 use crate::outbound;
 use crate::rescue::UpstreamError;
@@ -50,6 +50,9 @@ const HEALTHY_AFTER: Duration = Duration::from_secs(60);
 /// One configured upstream and what is known of it.
 pub(crate) struct Upstream {
     pub(crate) config: UpstreamConfig,
+    /// Stops this upstream's supervisor: cancelled with the whole gateway,
+    /// or alone by a reload that removes or restarts it.
+    pub(crate) stop: CancellationToken,
     connection: RwLock<Option<Arc<Connection>>>,
     status: Mutex<UpstreamStatus>,
 }
@@ -134,9 +137,10 @@ impl Settings {
 // === impl Upstream ===
 
 impl Upstream {
-    pub(crate) fn new(config: UpstreamConfig) -> Self {
+    pub(crate) fn new(config: UpstreamConfig, stop: CancellationToken) -> Self {
         Upstream {
             config,
+            stop,
             connection: RwLock::new(None),
             status: Mutex::new(UpstreamStatus {
                 state: "starting",
@@ -188,6 +192,23 @@ impl Upstream {
         metrics::upstream_up(self.name(), status.state == "ready");
     }
 
+    /// Shows what the lockfile made of its last complete read.
+    pub(crate) fn record_approval(&self, published: &Published) {
+        let diff = &published.diff;
+        metrics::drift(
+            self.name(),
+            diff.added.len() + diff.removed.len() + diff.changed.len(),
+        );
+        self.update(|s| {
+            s.approval = match (diff, published.pinned) {
+                (_, false) => "unpinned",
+                (d, true) if d.is_empty() => "unchanged",
+                _ => "drifted",
+            };
+            s.drift = (!diff.is_empty()).then(|| drift_counts(diff));
+        });
+    }
+
     fn set_connection(&self, conn: Option<Arc<Connection>>) {
         *self
             .connection
@@ -196,34 +217,50 @@ impl Upstream {
     }
 }
 
-/// Keeps one upstream connected until `shutdown`.
-pub(crate) async fn supervise(
-    up: Arc<Upstream>,
-    hub: Arc<Hub>,
-    settings: Settings,
-    shutdown: CancellationToken,
-) {
-    let mut backoff = BACKOFF_MIN;
-    let mut first_attempt = true;
-    let mut settle = || {
-        if std::mem::take(&mut first_attempt) {
-            hub.mark_settled();
+/// Counts an upstream's first connection attempt once, however it ends:
+/// connected and read, failed, or stopped before either.
+struct FirstAttempt<'a> {
+    hub: &'a Hub,
+    pending: bool,
+}
+
+impl FirstAttempt<'_> {
+    fn done(&mut self) {
+        if std::mem::take(&mut self.pending) {
+            self.hub.mark_settled();
         }
+    }
+}
+
+impl Drop for FirstAttempt<'_> {
+    fn drop(&mut self) {
+        self.done();
+    }
+}
+
+/// Keeps one upstream connected until its `stop` token is cancelled. Each
+/// connection takes the settings in force when it is made.
+pub(crate) async fn supervise(up: Arc<Upstream>, hub: Arc<Hub>) {
+    let mut backoff = BACKOFF_MIN;
+    let mut first_attempt = FirstAttempt {
+        hub: &hub,
+        pending: true,
     };
     loop {
+        let settings = hub.settings();
         let (events_tx, mut events) = mpsc::channel(256);
         let started = Instant::now();
-        let conn = match connect(&up.config, &settings, events_tx, &shutdown).await {
+        let conn = match connect(&up.config, &settings, events_tx, &up.stop).await {
             Ok(conn) => Arc::new(conn),
-            Err(_) if shutdown.is_cancelled() => break,
+            Err(_) if up.stop.is_cancelled() => break,
             Err(reason) => {
                 tracing::warn!(upstream = up.name(), "upstream failed to start: {reason}");
                 up.update(|s| {
                     s.state = "failed";
                     s.last_error = Some(reason);
                 });
-                settle();
-                if !wait_backoff(&mut backoff, &shutdown).await {
+                first_attempt.done();
+                if !wait_backoff(&mut backoff, &up.stop).await {
                     break;
                 }
                 continue;
@@ -244,11 +281,11 @@ pub(crate) async fn supervise(
         });
         resubscribe(&up, &hub, &conn, &settings);
         let mut reads = ReadSchedule::new(&settings);
-        let Some(complete) = refresh_or_stop(&up, &hub, &conn, &settings, &shutdown).await else {
+        let Some(complete) = refresh_or_stop(&up, &hub, &conn, &settings, &up.stop).await else {
             return stop(&up, &conn, &settings).await;
         };
         reads.after_read(complete);
-        settle();
+        first_attempt.done();
 
         loop {
             let refresh_at = reads.next;
@@ -259,14 +296,14 @@ pub(crate) async fn supervise(
                 }
             };
             tokio::select! {
-                () = shutdown.cancelled() => return stop(&up, &conn, &settings).await,
+                () = up.stop.cancelled() => return stop(&up, &conn, &settings).await,
                 () = conn.closed() => break,
                 Some(event) = events.recv() => match event {
                     UpstreamEvent::ListChanged(_) => reads.list_changed(),
                     other => hub.upstream_event(up.name(), other),
                 },
                 () = refresh_due => {
-                    let Some(complete) = refresh_or_stop(&up, &hub, &conn, &settings, &shutdown).await else {
+                    let Some(complete) = refresh_or_stop(&up, &hub, &conn, &settings, &up.stop).await else {
                         return stop(&up, &conn, &settings).await;
                     };
                     reads.after_read(complete);
@@ -296,15 +333,16 @@ pub(crate) async fn supervise(
         if started.elapsed() > HEALTHY_AFTER {
             backoff = BACKOFF_MIN;
         }
-        if !wait_backoff(&mut backoff, &shutdown).await {
+        if !wait_backoff(&mut backoff, &up.stop).await {
             break;
         }
     }
     up.update(|s| s.state = "stopped");
 }
 
-/// sluice is shutting down: ends the connection (a child gets SIGTERM,
-/// then SIGKILL after the grace period).
+/// The upstream is stopped (sluice shuts down, or a reload removes or
+/// restarts it): ends the connection (a child gets SIGTERM, then SIGKILL
+/// after the grace period).
 async fn stop(up: &Upstream, conn: &Connection, settings: &Settings) {
     conn.shutdown(settings.shutdown_grace).await;
     up.set_connection(None);
@@ -464,23 +502,16 @@ async fn refresh_catalog(up: &Upstream, hub: &Hub, conn: &Connection, settings: 
                 catalog.resource_templates.len(),
                 catalog.prompts.len(),
             ];
-            let published = hub.publish(up.name(), catalog);
-            let drift = &published.diff;
-            metrics::drift(
-                up.name(),
-                drift.added.len() + drift.removed.len() + drift.changed.len(),
-            );
+            let Some(published) = hub.publish(up, catalog) else {
+                // A reload took this upstream out of service meanwhile.
+                return true;
+            };
+            up.record_approval(&published);
             up.update(|s| {
                 s.catalog = "complete";
                 // What went wrong before is over: the upstream is serving.
                 s.last_error = None;
                 [s.tools, s.resources, s.resource_templates, s.prompts] = counts;
-                s.approval = match (&published.diff, published.pinned) {
-                    (_, false) => "unpinned",
-                    (d, true) if d.is_empty() => "unchanged",
-                    _ => "drifted",
-                };
-                s.drift = (!published.diff.is_empty()).then(|| drift_counts(&published.diff));
             });
             true
         }
