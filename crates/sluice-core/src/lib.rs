@@ -78,3 +78,4 @@ pub mod progressive;
 pub mod protocol;
 pub mod request_state;
 pub mod seal;
+pub mod session_token;

@@ -14,6 +14,7 @@ use sluice_core::config::Config;
 use sluice_core::discovery::ListKind;
 use sluice_core::envelope::Cursors;
 use sluice_core::naming::Naming;
+use sluice_core::session_token::SessionKey;
 use tokio::sync::{broadcast, watch};
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
@@ -37,6 +38,9 @@ pub struct Gateway {
     pub(crate) hub: Arc<Hub>,
     /// Seals the cursors of every list sluice pages.
     pub(crate) cursors: Cursors,
+    /// Seals legacy session ids, which carry their session to any replica
+    /// that shares the cursor secret.
+    pub(crate) session_key: SessionKey,
     /// Who HTTP clients are (`[auth]`).
     pub auth: Auth,
     /// The tool-call rate limiters.
@@ -114,8 +118,10 @@ impl Gateway {
     /// connect in the background. With a lockfile, clients see only what it
     /// approves (`[catalog] on_drift` says what happens to the rest);
     /// without one, sluice runs unpinned.
-    /// `cursor_secret` seals list cursors: keep it across restarts (the
-    /// CLI stores it in the state directory) so that cursors stay valid.
+    /// `cursor_secret` seals list cursors and (through a derived key)
+    /// legacy session ids: keep it across restarts (the CLI stores it in the
+    /// state directory) so that cursors stay valid, and give every replica
+    /// the same one so that each takes up the others' cursors and sessions.
     /// `ops` says where audit rows go (metrics go to the process's
     /// recorder, when one is installed).
     pub fn start(
@@ -175,6 +181,7 @@ impl Gateway {
         Arc::new(Gateway {
             bridge: Bridge::new(config.server.request_timeout),
             cursors: Cursors::new(cursor_secret),
+            session_key: SessionKey::derive(&cursor_secret),
             auth: Auth::new(&config.auth),
             rate_limits,
             ops,
