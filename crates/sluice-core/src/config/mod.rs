@@ -1904,6 +1904,28 @@ keep = ["$.summary", "$.rows[*].count"]
     }
 
     #[test]
+    fn session_max_age_defaults_to_a_day_within_a_minute_and_thirty_days() {
+        assert_eq!(
+            parse("").expect("defaults").server.session_max_age,
+            Duration::from_secs(86_400)
+        );
+        let c = parse("[server]\nsession_max_age = \"2h\"\n").expect("2h");
+        assert_eq!(c.server.session_max_age, Duration::from_secs(7200));
+        let e = errors("[server]\nsession_max_age = \"31d\"\n");
+        assert!(
+            e[0].contains("server.session_max_age: \"31d\" is not a duration"),
+            "{e:?}"
+        );
+        let e = errors("[server]\nsession_max_age = \"30s\"\n");
+        assert!(
+            e[0].contains(
+                "server.session_max_age: \"30s\" is out of range: must be 60s to 2592000s"
+            ),
+            "{e:?}"
+        );
+    }
+
+    #[test]
     fn durations() {
         assert_eq!(parse_duration("250ms"), Some(Duration::from_millis(250)));
         assert_eq!(parse_duration("2m"), Some(Duration::from_secs(120)));
