@@ -80,4 +80,5 @@ pub mod progressive;
 pub mod protocol;
 pub mod request_state;
 pub mod seal;
+pub mod session_token;
 pub mod trace_context;

@@ -16,6 +16,7 @@ use sluice_core::config::reload::{self, UpstreamChanges};
 use sluice_core::discovery::ListKind;
 use sluice_core::envelope::Cursors;
 use sluice_core::naming::Naming;
+use sluice_core::session_token::SessionKey;
 use tokio::sync::{broadcast, watch};
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
@@ -38,6 +39,9 @@ pub struct Gateway {
     pub(crate) hub: Arc<Hub>,
     /// Seals the cursors of every list sluice pages.
     pub(crate) cursors: Cursors,
+    /// Seals legacy session ids, which carry their session to any replica
+    /// that shares the cursor secret.
+    pub(crate) session_key: SessionKey,
     /// Where metrics and audit rows go.
     pub(crate) ops: Ops,
     shutdown: CancellationToken,
@@ -145,8 +149,10 @@ impl Gateway {
     /// connect in the background. With a lockfile, clients see only what it
     /// approves (`[catalog] on_drift` says what happens to the rest);
     /// without one, sluice runs unpinned.
-    /// `cursor_secret` seals list cursors: keep it across restarts (the
-    /// CLI stores it in the state directory) so that cursors stay valid.
+    /// `cursor_secret` seals list cursors and (through a derived key)
+    /// legacy session ids: keep it across restarts (the CLI stores it in the
+    /// state directory) so that cursors stay valid, and give every replica
+    /// the same one so that each takes up the others' cursors and sessions.
     /// `ops` says where audit rows go (metrics go to the process's
     /// recorder, when one is installed).
     pub fn start(
@@ -195,6 +201,7 @@ impl Gateway {
         Arc::new(Gateway {
             bridge: Bridge::new(hub.live().config.server.request_timeout),
             cursors: Cursors::new(cursor_secret),
+            session_key: SessionKey::derive(&cursor_secret),
             ops,
             hub,
             shutdown,

@@ -292,7 +292,8 @@ impl Gateway {
             // call, counted once; any other retry cannot be told from a
             // new call and is counted again.
             let resumed = self.bridge.is_resumption(ctx, method, &client_params);
-            self.admit_call(ctx, &route.upstream, &route.name, exposed, !resumed)?;
+            self.admit_call(ctx, &route.upstream, &route.name, exposed, !resumed)
+                .await?;
         } else {
             self.admit_upstream(ctx, &route.upstream)?;
         }
@@ -308,7 +309,7 @@ impl Gateway {
     /// A tool call's admission: the scopes `[[auth.require]]` asks for
     /// (S-20), then, when `count`, the rate limit (S-24), counted only for
     /// calls that are allowed at all.
-    fn admit_call(
+    async fn admit_call(
         &self,
         ctx: &RequestCtx,
         upstream: &str,
@@ -323,6 +324,7 @@ impl Gateway {
         self.live()
             .rate_limits
             .check(&ctx.principal.key(), upstream, tool, exposed)
+            .await
             .map_err(|wait| {
                 tracing::debug!(principal = %ctx.principal.name, tool = exposed, "rate limited");
                 ctx.trail.decide(Decision::RateLimited);

@@ -34,8 +34,8 @@ mod security;
 pub use ops::{MetricsConfig, TelemetryConfig};
 pub use security::{
     AllowedOrigin, AuthConfig, AuthMode, BearerToken, DEFAULT_RATE, IssuerConfig, MIN_TOKEN_CHARS,
-    OAuthConfig, Rate, RateLimitConfig, Rlimits, ScopeRequirement, SensitiveElicitation,
-    TokenSource, parse_rate,
+    OAuthConfig, Rate, RateLimitBackend, RateLimitConfig, Rlimits, ScopeRequirement,
+    SensitiveElicitation, TokenSource, parse_rate, without_password,
 };
 use security::{RawAuth, RawRateLimit, RawRlimit};
 
@@ -173,6 +173,10 @@ pub struct ServerConfig {
     pub session_idle_timeout: Duration,
     /// `max_sessions`: the most legacy HTTP sessions open at once.
     pub max_sessions: usize,
+    /// `session_max_age`: the oldest session id another replica still
+    /// takes up (ids carry their session; this bounds how long one that
+    /// leaked, or was ended on another replica, stays usable).
+    pub session_max_age: Duration,
     /// `startup_timeout`: how long an upstream may take to start and answer
     /// its handshake.
     pub startup_timeout: Duration,
@@ -350,6 +354,7 @@ struct RawServer {
     request_timeout: Option<Spanned<String>>,
     session_idle_timeout: Option<Spanned<String>>,
     max_sessions: Option<Spanned<i64>>,
+    session_max_age: Option<Spanned<String>>,
     startup_timeout: Option<Spanned<String>>,
     shutdown_grace: Option<Spanned<String>>,
     allowed_origins: Option<Vec<Spanned<String>>>,
@@ -418,7 +423,7 @@ impl Config {
         let projections = validate_projections(&raw.policy, &mut diags);
         let state = validate_state(&raw.state, env, &mut diags);
         let auth = security::validate_auth(&raw.auth, env, &mut diags);
-        let ratelimit = security::validate_ratelimit(&raw.ratelimit, &mut diags);
+        let ratelimit = security::validate_ratelimit(&raw.ratelimit, env, &mut diags);
         let metrics = ops::validate_metrics(&raw.metrics, &mut diags);
         let telemetry = ops::validate_telemetry(&raw.telemetry, &mut diags);
         let sensitive_elicitation = diags.choice(
@@ -543,9 +548,7 @@ impl Config {
             server: ServerConfig::default(),
             upstreams,
             auth: AuthConfig::default(),
-            ratelimit: RateLimitConfig {
-                default: Some(DEFAULT_RATE),
-            },
+            ratelimit: RateLimitConfig::default(),
             sensitive_elicitation: SensitiveElicitation::Refuse,
             metrics: MetricsConfig::default(),
             telemetry: TelemetryConfig::default(),
@@ -660,6 +663,12 @@ fn validate_server(raw: &RawServer, diags: &mut Diagnostics<'_>) -> Option<Serve
         d.session_idle_timeout,
         (secs(1), secs(86_400)),
     );
+    let session_max_age = diags.duration(
+        &raw.session_max_age,
+        "server.session_max_age",
+        d.session_max_age,
+        (secs(60), secs(30 * 86_400)),
+    );
     let startup_timeout = diags.duration(
         &raw.startup_timeout,
         "server.startup_timeout",
@@ -685,6 +694,7 @@ fn validate_server(raw: &RawServer, diags: &mut Diagnostics<'_>) -> Option<Serve
         request_timeout: request_timeout?,
         session_idle_timeout: session_idle_timeout?,
         max_sessions: max_sessions?,
+        session_max_age: session_max_age?,
         startup_timeout: startup_timeout?,
         shutdown_grace: shutdown_grace?,
         allowed_origins: allowed_origins?,
@@ -1350,6 +1360,7 @@ impl Default for ServerConfig {
             request_timeout: Duration::from_secs(60),
             session_idle_timeout: Duration::from_secs(30 * 60),
             max_sessions: 1_000,
+            session_max_age: Duration::from_secs(86_400),
             startup_timeout: Duration::from_secs(30),
             shutdown_grace: Duration::from_secs(5),
             allowed_origins: security::default_origins(),
@@ -1904,6 +1915,28 @@ keep = ["$.summary", "$.rows[*].count"]
             "test_simple_text"
         );
         assert_eq!(naming.exposed("git", "log"), "git__log");
+    }
+
+    #[test]
+    fn session_max_age_defaults_to_a_day_within_a_minute_and_thirty_days() {
+        assert_eq!(
+            parse("").expect("defaults").server.session_max_age,
+            Duration::from_secs(86_400)
+        );
+        let c = parse("[server]\nsession_max_age = \"2h\"\n").expect("2h");
+        assert_eq!(c.server.session_max_age, Duration::from_secs(7200));
+        let e = errors("[server]\nsession_max_age = \"31d\"\n");
+        assert!(
+            e[0].contains("server.session_max_age: \"31d\" is not a duration"),
+            "{e:?}"
+        );
+        let e = errors("[server]\nsession_max_age = \"30s\"\n");
+        assert!(
+            e[0].contains(
+                "server.session_max_age: \"30s\" is out of range: must be 60s to 2592000s"
+            ),
+            "{e:?}"
+        );
     }
 
     #[test]

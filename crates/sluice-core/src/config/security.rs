@@ -13,7 +13,7 @@ use std::time::Duration;
 use serde::Deserialize;
 use toml::Spanned;
 
-use super::Diagnostics;
+use super::{Diagnostics, expand_env};
 
 /// Scope names that grant everything; S-20 forbids advertising them.
 const WILDCARD_SCOPES: [&str; 6] = ["*", "all", "full-access", "full_access", "admin", "root"];
@@ -174,11 +174,32 @@ pub struct Rate {
     pub per: Duration,
 }
 
+/// The default `[ratelimit] key_prefix`.
+pub const DEFAULT_RATELIMIT_KEY_PREFIX: &str = "sluice:rl:";
+
 /// `[ratelimit]`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct RateLimitConfig {
     /// `default`: every tool's rate, per principal and tool (`None`: off).
     pub default: Option<Rate>,
+    /// `backend`: where the allowances are kept.
+    pub backend: RateLimitBackend,
+}
+
+/// `[ratelimit] backend`.
+#[derive(Clone, PartialEq, Eq, Default)]
+pub enum RateLimitBackend {
+    /// In this process: each replica has its own allowance.
+    #[default]
+    Memory,
+    /// In Redis, shared by every replica that names it.
+    Redis {
+        /// `redis_url`, `${VAR}` expanded: `redis://`, `rediss://` or
+        /// `unix://`. May hold a password.
+        url: String,
+        /// `key_prefix`: what every key sluice writes starts with.
+        key_prefix: String,
+    },
 }
 
 /// `rlimit` of a stdio upstream: resource limits applied to the child.
@@ -262,6 +283,9 @@ struct RawRequire {
 #[serde(deny_unknown_fields)]
 pub(super) struct RawRateLimit {
     default: Option<Spanned<String>>,
+    backend: Option<Spanned<String>>,
+    redis_url: Option<Spanned<String>>,
+    key_prefix: Option<Spanned<String>>,
 }
 
 #[derive(Debug, Deserialize, Default)]
@@ -557,13 +581,156 @@ fn scope_list(raw: &[Spanned<String>], key: &str, diags: &mut Diagnostics<'_>) -
 
 pub(super) fn validate_ratelimit(
     raw: &RawRateLimit,
+    env: &dyn Fn(&str) -> Option<String>,
     diags: &mut Diagnostics<'_>,
 ) -> Option<RateLimitConfig> {
     let default = match &raw.default {
-        None => Some(DEFAULT_RATE),
-        Some(s) => rate(s, "ratelimit.default", diags)?,
+        None => Some(Some(DEFAULT_RATE)),
+        Some(s) => rate(s, "ratelimit.default", diags),
     };
-    Some(RateLimitConfig { default })
+    let redis = diags.choice(
+        &raw.backend,
+        "ratelimit.backend",
+        false,
+        &[("memory", false), ("redis", true)],
+    );
+    let backend = match redis {
+        Some(true) => redis_backend(raw, env, diags),
+        Some(false) => {
+            for (key, set) in [
+                ("redis_url", raw.redis_url.is_some()),
+                ("key_prefix", raw.key_prefix.is_some()),
+            ] {
+                if set {
+                    diags.push(
+                        None,
+                        &format!("ratelimit.{key}"),
+                        "applies only with backend = \"redis\"".into(),
+                    );
+                }
+            }
+            Some(RateLimitBackend::Memory)
+        }
+        None => None,
+    };
+    Some(RateLimitConfig {
+        default: default?,
+        backend: backend?,
+    })
+}
+
+fn redis_backend(
+    raw: &RawRateLimit,
+    env: &dyn Fn(&str) -> Option<String>,
+    diags: &mut Diagnostics<'_>,
+) -> Option<RateLimitBackend> {
+    let url = match &raw.redis_url {
+        None => {
+            diags.push(
+                raw.backend.as_ref().map(Spanned::span),
+                "ratelimit.redis_url",
+                "backend = \"redis\" needs redis_url: \"redis://host:6379\", \"rediss://...\" (TLS) or \"unix:///path/to/redis.sock\"; write a password as ${VAR}".into(),
+            );
+            None
+        }
+        Some(s) => match expand_env(s.get_ref(), env) {
+            Err(var) => {
+                diags.push(
+                    Some(s.span()),
+                    "ratelimit.redis_url",
+                    format!("refers to ${{{var}}}, which is not set in the environment"),
+                );
+                None
+            }
+            Ok(url) => match check_redis_url(&url) {
+                Ok(()) => Some(url),
+                Err(why) => {
+                    diags.push(
+                        Some(s.span()),
+                        "ratelimit.redis_url",
+                        format!(
+                            "{:?} {why}: write \"redis://[user:password@]host[:port][/db]\", \"rediss://...\" (TLS) or \"unix:///path/to/redis.sock\"",
+                            without_password(&url)
+                        ),
+                    );
+                    None
+                }
+            },
+        },
+    };
+    let key_prefix = match &raw.key_prefix {
+        None => Some(DEFAULT_RATELIMIT_KEY_PREFIX.to_owned()),
+        Some(s) => {
+            let p = s.get_ref();
+            if (1..=64).contains(&p.len()) && p.bytes().all(|b| b.is_ascii_graphic()) {
+                Some(p.clone())
+            } else {
+                diags.push(
+                    Some(s.span()),
+                    "ratelimit.key_prefix",
+                    format!("{p:?}: must be 1 to 64 visible ASCII characters, no spaces"),
+                );
+                None
+            }
+        }
+    };
+    Some(RateLimitBackend::Redis {
+        url: url?,
+        key_prefix: key_prefix?,
+    })
+}
+
+/// A Redis URL the client can connect with: a known scheme, and a host
+/// (or, for `unix://`, a socket path).
+fn check_redis_url(text: &str) -> Result<(), &'static str> {
+    let url = url::Url::parse(text).map_err(|_| "is not a URL")?;
+    match url.scheme() {
+        "redis" | "rediss" if url.host_str().is_some_and(|h| !h.is_empty()) => Ok(()),
+        "redis" | "rediss" => Err("has no host"),
+        "unix" if url.path().len() > 1 => Ok(()),
+        "unix" => Err("has no socket path"),
+        _ => Err("is not a redis://, rediss:// or unix:// URL"),
+    }
+}
+
+/// `url` with its password (if any) masked, for diagnostics and logs.
+pub fn without_password(text: &str) -> String {
+    match url::Url::parse(text) {
+        Ok(mut url) if url.password().is_some() => {
+            // Only fails for URLs that cannot have a password at all.
+            let _ = url.set_password(Some("***"));
+            url.to_string()
+        }
+        Ok(_) => text.to_owned(),
+        // Unparsed: anything after a scheme may be a password.
+        Err(_) => match text.split_once("://") {
+            Some((scheme, _)) => format!("{scheme}://***"),
+            None => "***".to_owned(),
+        },
+    }
+}
+
+/// The URL may hold a password: it is shown without.
+impl fmt::Debug for RateLimitBackend {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            RateLimitBackend::Memory => f.write_str("Memory"),
+            RateLimitBackend::Redis { url, key_prefix } => f
+                .debug_struct("Redis")
+                .field("url", &without_password(url))
+                .field("key_prefix", key_prefix)
+                .finish(),
+        }
+    }
+}
+
+impl Default for RateLimitConfig {
+    fn default() -> Self {
+        RateLimitConfig {
+            default: Some(DEFAULT_RATE),
+            backend: RateLimitBackend::Memory,
+        }
+    }
 }
 
 /// `"N/s"`, `"N/min"`, `"N/h"`, or `"off"` (`None`).
@@ -777,6 +944,7 @@ mod tests {
         match key {
             "ALICE_TOKEN" => Some("alice-0123456789abcdef".into()),
             "SHORT" => Some("short".into()),
+            "REDIS_PASSWORD" => Some("s3cret-redis-pw".into()),
             _ => None,
         }
     }
@@ -1003,5 +1171,76 @@ mod tests {
         assert_eq!(c.sensitive_elicitation, SensitiveElicitation::Allow);
         let e = errors("[policy]\nsensitive_elicitation = \"ask\"\n");
         assert!(e[0].contains("must be \"refuse\" or \"allow\""), "{e:?}");
+    }
+
+    #[test]
+    fn the_redis_backend_needs_a_url_and_keeps_its_password_out_of_diagnostics() {
+        let c = parse("").unwrap();
+        assert_eq!(c.ratelimit.backend, RateLimitBackend::Memory);
+        let c = parse(
+            "[ratelimit]\nbackend = \"redis\"\nredis_url = \"redis://:${REDIS_PASSWORD}@10.0.0.5:6380/2\"\n",
+        )
+        .unwrap();
+        assert_eq!(
+            c.ratelimit.backend,
+            RateLimitBackend::Redis {
+                url: "redis://:s3cret-redis-pw@10.0.0.5:6380/2".into(),
+                key_prefix: DEFAULT_RATELIMIT_KEY_PREFIX.into(),
+            }
+        );
+        assert!(!format!("{c:?}").contains("s3cret-redis-pw"), "{c:?}");
+        for url in ["rediss://cache.internal", "unix:///run/redis/redis.sock"] {
+            let c = parse(&format!(
+                "[ratelimit]\nbackend = \"redis\"\nredis_url = \"{url}\"\nkey_prefix = \"prod:rl:\"\n"
+            ))
+            .unwrap();
+            assert_eq!(
+                c.ratelimit.backend,
+                RateLimitBackend::Redis {
+                    url: url.into(),
+                    key_prefix: "prod:rl:".into()
+                }
+            );
+        }
+
+        let e = errors("[ratelimit]\nbackend = \"redis\"\n");
+        assert!(
+            e[0].contains("ratelimit.redis_url: backend = \"redis\" needs redis_url"),
+            "{e:?}"
+        );
+        let e = errors("[ratelimit]\nbackend = \"memcached\"\n");
+        assert!(
+            e[0].contains("ratelimit.backend: \"memcached\": must be \"memory\" or \"redis\""),
+            "{e:?}"
+        );
+        let e = errors(
+            "[ratelimit]\nbackend = \"redis\"\nredis_url = \"http://u:${REDIS_PASSWORD}@host\"\n",
+        );
+        assert!(
+            e[0].contains("ratelimit.redis_url: \"http://u:***@host/\" is not a redis://, rediss:// or unix:// URL"),
+            "{e:?}"
+        );
+        assert!(!e.join("").contains("s3cret-redis-pw"), "{e:?}");
+        let e = errors(
+            "[ratelimit]\nbackend = \"redis\"\nredis_url = \"redis://:${UNSET}@h\"\nkey_prefix = \"has space\"\n",
+        );
+        assert!(
+            e[0].contains("ratelimit.redis_url: refers to ${UNSET}, which is not set"),
+            "{e:?}"
+        );
+        assert!(
+            e[1].contains("ratelimit.key_prefix: \"has space\": must be 1 to 64 visible ASCII"),
+            "{e:?}"
+        );
+        let e = errors("[ratelimit]\nredis_url = \"redis://h\"\n");
+        assert!(
+            e[0].contains("ratelimit.redis_url: applies only with backend = \"redis\""),
+            "{e:?}"
+        );
+        assert_eq!(
+            without_password("redis//:pw@host"),
+            "***",
+            "an unparsable URL shows nothing after its scheme"
+        );
     }
 }

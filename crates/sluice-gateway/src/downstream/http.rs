@@ -4,10 +4,18 @@
 //!   `_meta` and the SEP-2243 headers are checked (400 with `-32022`,
 //!   `-32602` or `-32020`), no session is minted, and closing the response
 //!   stream cancels the request.
-//! - `initialize` opens a legacy session (`Mcp-Session-Id`, a random 128-bit
-//!   id); its later POSTs carry the id, `GET` opens its notification stream,
-//!   `DELETE` ends it, and a session idle for `session_idle_timeout` is
-//!   closed so that a client that never says goodbye leaks nothing.
+//! - `initialize` opens a legacy session; its later POSTs carry the id
+//!   (`Mcp-Session-Id`), `GET` opens its notification stream, `DELETE` ends
+//!   it, and a session idle for `session_idle_timeout` is closed so that a
+//!   client that never says goodbye leaks nothing.
+//! - The id is the session, sealed ([`sluice_core::session_token`]): a
+//!   replica that does not hold a session an id names takes it up from the
+//!   id (same principal, not older than `session_max_age`), so legacy
+//!   clients survive a switch of replica. What the id does not carry stays
+//!   with the replica that has it: resource subscriptions, the GET stream,
+//!   the log level, requests in flight and their cancellation. An ended or
+//!   expired session is remembered as such here (until its id is too old
+//!   anyway), but not on the other replicas.
 //! - A request is answered with `application/json` unless something must
 //!   reach the client before the result (progress, logging, a relayed
 //!   request), in which case the answer is an SSE stream.
@@ -22,7 +30,7 @@ use std::collections::HashMap;
 use std::convert::Infallible;
 use std::net::SocketAddr;
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
-use std::time::Duration;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use axum::Extension;
 use axum::Router;
@@ -36,11 +44,13 @@ use axum::routing::get;
 use futures::{Stream, StreamExt, stream};
 use rand::Rng;
 use serde_json::{Value, json};
+use sha2::{Digest, Sha256};
 use sluice_core::access::Principal;
 use sluice_core::config::{AllowedOrigin, MCP_PATH};
 use sluice_core::headers;
 use sluice_core::jsonrpc::{self, Message, RpcError};
 use sluice_core::protocol::{self, Era};
+use sluice_core::session_token::{SessionClaims, SessionKey};
 use sluice_core::trace_context;
 use tokio::net::TcpListener;
 use tokio::sync::mpsc;
@@ -66,9 +76,17 @@ pub const METRICS_PATH: &str = "/metrics";
 /// Where RFC 9728 metadata is published (root; path-inserted below it).
 const RESOURCE_METADATA_PATH: &str = "/.well-known/oauth-protected-resource";
 
+/// The most ended session ids remembered; past it the soonest to expire
+/// anyway is forgotten first.
+const MAX_ENDED_SESSIONS: usize = 100_000;
+
 struct HttpState {
     gateway: Arc<Gateway>,
     sessions: Mutex<HashMap<String, Arc<ClientSession>>>,
+    /// Sessions ended here (DELETE, idle), by [`id_hash`], with when their
+    /// id stops opening anyway (ms since the epoch): their id must not
+    /// bring them back.
+    ended: Mutex<HashMap<[u8; 16], u64>>,
     /// Bound to a loopback address: only local `Host` names are accepted.
     loopback: bool,
 }
@@ -79,6 +97,7 @@ pub async fn serve(gateway: Arc<Gateway>, listener: TcpListener) -> std::io::Res
     let state = Arc::new(HttpState {
         gateway: Arc::clone(&gateway),
         sessions: Mutex::new(HashMap::new()),
+        ended: Mutex::new(HashMap::new()),
         loopback: local.ip().is_loopback(),
     });
     tokio::spawn(expire_sessions(Arc::clone(&state)));
@@ -137,12 +156,16 @@ impl HttpState {
         self.sessions.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
+    fn lock_ended(&self) -> MutexGuard<'_, HashMap<[u8; 16], u64>> {
+        self.ended.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
     /// The legacy session a request names, if it names one and `principal`
-    /// opened it.
+    /// opened it: held here, or taken up from its id.
     fn session(
         &self,
         headers: &HeaderMap,
-        principal: &Principal,
+        principal: &Arc<Principal>,
     ) -> Result<Option<Arc<ClientSession>>, Refusal> {
         let Some(id) = headers.get("mcp-session-id") else {
             return Ok(None);
@@ -152,17 +175,122 @@ impl HttpState {
             // Someone else's session is answered as an unknown one: its id
             // is no key to it (S-18).
             Some(session) if session.principal.key() == principal.key() => {
-                Ok(Some(Arc::clone(session)))
+                return Ok(Some(Arc::clone(session)));
             }
-            _ => Err(Refusal(
-                StatusCode::NOT_FOUND,
-                RpcError::new(
-                    jsonrpc::INVALID_REQUEST,
-                    "Session not found: initialize again",
-                ),
-            )),
+            Some(_) => return Err(session_not_found()),
+            None => {}
         }
+        self.take_up(id, principal).map(Some)
     }
+
+    /// Rebuilds a session another replica (or this one, before a restart)
+    /// opened, from its id.
+    fn take_up(&self, id: &str, principal: &Arc<Principal>) -> Result<Arc<ClientSession>, Refusal> {
+        let claims = self
+            .admissible(id, principal)
+            .ok_or_else(session_not_found)?;
+        let mut sessions = self.lock_sessions();
+        // Another request may have taken it up meanwhile.
+        if let Some(session) = sessions.get(id) {
+            return Ok(Arc::clone(session));
+        }
+        if sessions.len() >= self.gateway.live().config.server.max_sessions {
+            return Err(too_many_sessions());
+        }
+        let session = ClientSession::new(
+            claims.protocol_version,
+            claims.client_capabilities,
+            Arc::clone(principal),
+        );
+        session.forward_events(self.gateway.subscribe());
+        sessions.insert(id.to_owned(), Arc::clone(&session));
+        metrics::sessions_open(sessions.len());
+        tracing::debug!("took up a legacy session from its id");
+        Ok(session)
+    }
+
+    /// The claims of `id` if it may open a session for `principal`: sealed
+    /// with this deployment's key, for the same principal, young enough,
+    /// and not ended here.
+    fn admissible(&self, id: &str, principal: &Principal) -> Option<SessionClaims> {
+        if self.lock_ended().contains_key(&id_hash(id)) {
+            return None;
+        }
+        let claims = self.gateway.session_key.open(id).ok()?;
+        let max_age = self.gateway.live().config.server.session_max_age;
+        let max_age_ms = u64::try_from(max_age.as_millis()).unwrap_or(u64::MAX);
+        (claims.principal == principal.key() && !claims.expired(now_ms(), max_age_ms))
+            .then_some(claims)
+    }
+
+    /// Remembers that the session `id` names ended here, so that its id
+    /// does not bring it back (it opens nowhere after `session_max_age`).
+    fn remember_ended(&self, id: &str) {
+        let now = now_ms();
+        let max_age = self.gateway.live().config.server.session_max_age;
+        let until = now.saturating_add(u64::try_from(max_age.as_millis()).unwrap_or(u64::MAX));
+        let mut ended = self.lock_ended();
+        if ended.len() >= MAX_ENDED_SESSIONS {
+            ended.retain(|_, until| *until > now);
+        }
+        if ended.len() >= MAX_ENDED_SESSIONS
+            && let Some(soonest) = ended
+                .iter()
+                .min_by_key(|(_, until)| **until)
+                .map(|(k, _)| *k)
+        {
+            ended.remove(&soonest);
+        }
+        ended.insert(id_hash(id), until);
+    }
+}
+
+fn session_not_found() -> Refusal {
+    Refusal(
+        StatusCode::NOT_FOUND,
+        RpcError::new(
+            jsonrpc::INVALID_REQUEST,
+            "Session not found: initialize again",
+        ),
+    )
+}
+
+fn too_many_sessions() -> Refusal {
+    Refusal(
+        StatusCode::SERVICE_UNAVAILABLE,
+        RpcError::new(
+            jsonrpc::INTERNAL_ERROR,
+            "too many open sessions; try again later",
+        ),
+    )
+}
+
+/// What an ended session is remembered by (not the id itself: a memory dump
+/// should not hand out ids).
+fn id_hash(id: &str) -> [u8; 16] {
+    let digest = Sha256::digest(id.as_bytes());
+    let mut out = [0; 16];
+    out.copy_from_slice(&digest[..16]);
+    out
+}
+
+fn now_ms() -> u64 {
+    let since_epoch = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .unwrap_or_default();
+    u64::try_from(since_epoch.as_millis()).unwrap_or(u64::MAX)
+}
+
+/// A fresh session id for `session`, which `principal` opened.
+fn new_session_id(key: &SessionKey, session: &ClientSession) -> String {
+    let claims = SessionClaims {
+        session_nonce: rand::rng().random(),
+        principal: session.principal.key(),
+        protocol_version: session.protocol_version.clone(),
+        client_capabilities: session.client_capabilities.clone(),
+        issued_at_ms: now_ms(),
+    };
+    key.seal(&claims, rand::rng().random())
 }
 
 async fn expire_sessions(state: Arc<HttpState>) {
@@ -180,10 +308,15 @@ async fn expire_sessions(state: Arc<HttpState>) {
                 .filter(|(_, session)| session.idle_for(limit))
                 .map(|(id, _)| id.clone())
                 .collect();
+            for id in &idle {
+                state.remember_ended(id);
+            }
             let expired = idle.iter().filter_map(|id| sessions.remove(id)).collect();
             metrics::sessions_open(sessions.len());
             expired
         };
+        let now = now_ms();
+        state.lock_ended().retain(|_, until| *until > now);
         if !expired.is_empty() {
             tracing::info!("closing {} idle legacy session(s)", expired.len());
         }
@@ -461,18 +594,12 @@ fn initialize(state: &HttpState, request: Incoming) -> Response {
         principal,
         ..
     } = request;
-    {
-        let sessions = state.lock_sessions();
-        if sessions.len() >= state.gateway.live().config.server.max_sessions {
-            let e = RpcError::new(
-                jsonrpc::INTERNAL_ERROR,
-                "too many open sessions; try again later",
-            );
-            return rpc_error_response(StatusCode::SERVICE_UNAVAILABLE, id, e);
-        }
+    if state.lock_sessions().len() >= state.gateway.live().config.server.max_sessions {
+        let Refusal(status, e) = too_many_sessions();
+        return rpc_error_response(status, id, e);
     }
     let (result, session) = state.gateway.initialize(&params, principal);
-    let session_id = new_session_id();
+    let session_id = new_session_id(&state.gateway.session_key, &session);
     {
         let mut sessions = state.lock_sessions();
         sessions.insert(session_id.clone(), session);
@@ -672,21 +799,32 @@ async fn delete_mcp(
     let Some(id) = headers.get("mcp-session-id").and_then(|v| v.to_str().ok()) else {
         return StatusCode::METHOD_NOT_ALLOWED.into_response();
     };
-    let session = {
+    let (held, removed) = {
         let mut sessions = state.lock_sessions();
-        let owned = sessions
+        let held = sessions
             .get(id)
-            .is_some_and(|s| s.principal.key() == principal.key());
-        let removed = if owned { sessions.remove(id) } else { None };
+            .map(|s| s.principal.key() == principal.key());
+        let removed = if held == Some(true) {
+            sessions.remove(id)
+        } else {
+            None
+        };
         metrics::sessions_open(sessions.len());
-        removed
+        (held, removed)
     };
-    match session {
-        Some(session) => {
+    match (held, removed) {
+        (_, Some(session)) => {
+            state.remember_ended(id);
             state.gateway.end_session(&session);
             StatusCode::OK.into_response()
         }
-        None => StatusCode::NOT_FOUND.into_response(),
+        // Not held here: ended here, which is all this replica can do (the
+        // others that hold it keep it until it idles out).
+        (None, None) if state.admissible(id, &principal).is_some() => {
+            state.remember_ended(id);
+            StatusCode::OK.into_response()
+        }
+        _ => StatusCode::NOT_FOUND.into_response(),
     }
 }
 
@@ -831,11 +969,6 @@ fn check_param_headers(
     Ok(())
 }
 
-fn new_session_id() -> String {
-    let bytes: [u8; 16] = rand::rng().random();
-    bytes.iter().map(|b| format!("{b:02x}")).collect()
-}
-
 fn json_response(status: StatusCode, body: &Value, session: Option<HeaderValue>) -> Response {
     let bytes = serde_json::to_vec(body).unwrap_or_default();
     let mut response = (status, Body::from(bytes)).into_response();
@@ -869,6 +1002,7 @@ fn sse_response(messages: impl Stream<Item = Value> + Send + 'static) -> Respons
 
 #[cfg(test)]
 mod tests {
+    #![allow(clippy::unwrap_used)]
     use super::*;
 
     fn headers(pairs: &[(&'static str, &str)]) -> HeaderMap {
@@ -1010,11 +1144,23 @@ mod tests {
         }
     }
 
-    #[test]
-    fn session_ids_are_random_and_visible_ascii() {
-        let a = new_session_id();
-        assert_eq!(a.len(), 32);
-        assert!(a.bytes().all(|b| (0x21..=0x7e).contains(&b)));
-        assert_ne!(a, new_session_id());
+    #[tokio::test]
+    async fn session_ids_are_sealed_visible_ascii_and_never_repeat() {
+        let key = SessionKey::derive(&[3; 32]);
+        let principal = Arc::new(Principal::named("alice"));
+        let session = ClientSession::new("2025-06-18".into(), json!({"roots": {}}), principal);
+        let a = new_session_id(&key, &session);
+        assert!(a.bytes().all(|b| (0x21..=0x7e).contains(&b)), "{a}");
+        assert_ne!(a, new_session_id(&key, &session));
+        let claims = key.open(&a).unwrap();
+        assert_eq!(claims.principal, "alice");
+        assert_eq!(claims.protocol_version, "2025-06-18");
+        assert_eq!(claims.client_capabilities, json!({"roots": {}}));
+        assert_ne!(
+            claims.session_nonce,
+            key.open(&new_session_id(&key, &session))
+                .unwrap()
+                .session_nonce
+        );
     }
 }
