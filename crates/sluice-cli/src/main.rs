@@ -4,6 +4,7 @@
 //! 1 drift found, 2 not established, 64 usage error, 70 internal error,
 //! 78 invalid configuration or lockfile.
 
+mod audit;
 mod pinning;
 mod state;
 
@@ -25,6 +26,9 @@ const EXIT_NOT_ESTABLISHED: u8 = 2;
 const EXIT_USAGE: u8 = 64;
 const EXIT_INTERNAL: u8 = 70;
 const EXIT_CONFIG: u8 = 78;
+
+/// The config file read when none is named.
+const DEFAULT_CONFIG: &str = "sluice.toml";
 
 /// sluice: an MCP gateway that makes what flows through it complete,
 /// bounded and honest.
@@ -76,6 +80,9 @@ enum Command {
     /// annotated readOnlyHint: true are called, with arguments made from
     /// their input schema.
     Doctor(DoctorArgs),
+    /// Read the audit log, newest first, a page at a time: one row per
+    /// decision (exit 64 for a bad filter or cursor).
+    Audit(audit::AuditCommand),
     /// Work with the configuration.
     Config {
         #[command(subcommand)]
@@ -153,7 +160,7 @@ struct ConfigArgs {
         long,
         value_name = "FILE",
         env = "SLUICE_CONFIG",
-        default_value = "sluice.toml",
+        default_value = DEFAULT_CONFIG,
         conflicts_with = "mcp_json"
     )]
     config: PathBuf,
@@ -192,7 +199,9 @@ fn main() -> ExitCode {
     };
     // `lock` and `check` print their own report; their log is for trouble.
     let default_level = match cli.command {
-        Command::Lock { .. } | Command::Check { .. } | Command::Doctor(_) => "warn",
+        Command::Lock { .. } | Command::Check { .. } | Command::Doctor(_) | Command::Audit(_) => {
+            "warn"
+        }
         _ => "info",
     };
     tracing_subscriber::fmt()
@@ -225,6 +234,7 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             Err(code) => code,
         }),
         Command::Doctor(args) => doctor(args),
+        Command::Audit(command) => audit::run(&command),
         Command::Lock { source, upstreams } => {
             let config = match load(&source) {
                 Ok(config) => config,
@@ -305,7 +315,8 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             } else {
                 runtime()?
             };
-            runtime.block_on(serve(config, lock, cursor_secret, stdio))
+            let state_dir = state::dir(source.path(), &config);
+            runtime.block_on(serve(config, lock, cursor_secret, stdio, &state_dir))
         }
     }
 }
@@ -429,14 +440,31 @@ async fn serve(
     lock: Option<Lockfile>,
     cursor_secret: [u8; 32],
     stdio: bool,
+    state_dir: &Path,
 ) -> anyhow::Result<ExitCode> {
     let listen = config.server.listen;
+    let audit = match audit::open_log(&config.state, state_dir).await {
+        Ok(audit) => audit,
+        Err(message) => {
+            eprintln!("sluice: {message}; nothing was started");
+            return Ok(ExitCode::from(EXIT_CONFIG));
+        }
+    };
+    let sink = audit
+        .clone()
+        .map(|log| log as Arc<dyn sluice_gateway::ops::AuditSink>);
     let gateway = Gateway::start(
         config,
         lock,
         cursor_secret,
-        sluice_gateway::ops::Ops::new(None),
+        sluice_gateway::ops::Ops::new(sink),
     );
+    // Every way out writes the queued audit rows first.
+    let close_audit = async || {
+        if let Some(audit) = &audit {
+            audit.close().await;
+        }
+    };
     if stdio {
         let (input, output) = sluice_gateway::downstream::stdio::std_streams();
         let served = sluice_gateway::downstream::stdio::serve(Arc::clone(&gateway), input, output);
@@ -445,6 +473,7 @@ async fn serve(
             () = signal() => tracing::info!("signal received; shutting down"),
         }
         gateway.shutdown().await;
+        close_audit().await;
         return Ok(ExitCode::SUCCESS);
     }
     let listener = match tokio::net::TcpListener::bind(listen).await {
@@ -452,6 +481,7 @@ async fn serve(
         Err(e) => {
             eprintln!("sluice: cannot listen on {listen}: {e}");
             gateway.shutdown().await;
+            close_audit().await;
             return Ok(ExitCode::from(EXIT_INTERNAL));
         }
     };
@@ -479,6 +509,7 @@ async fn serve(
         Ok(Ok(Err(e))) => tracing::warn!("HTTP server ended with an error: {e}"),
         Ok(Err(e)) => tracing::warn!("HTTP server task failed: {e}"),
     }
+    close_audit().await;
     Ok(ExitCode::SUCCESS)
 }
 
