@@ -4,6 +4,7 @@
 //! 1 drift found, 2 not established, 64 usage error, 70 internal error,
 //! 78 invalid configuration or lockfile.
 
+mod audit;
 mod pinning;
 mod reload;
 mod state;
@@ -30,6 +31,9 @@ const EXIT_NOT_ESTABLISHED: u8 = 2;
 const EXIT_USAGE: u8 = 64;
 const EXIT_INTERNAL: u8 = 70;
 const EXIT_CONFIG: u8 = 78;
+
+/// The config file read when none is named.
+const DEFAULT_CONFIG: &str = "sluice.toml";
 
 /// sluice: an MCP gateway that makes what flows through it complete,
 /// bounded and honest.
@@ -81,6 +85,9 @@ enum Command {
     /// annotated readOnlyHint: true are called, with arguments made from
     /// their input schema.
     Doctor(DoctorArgs),
+    /// Read the audit log, newest first, a page at a time: one row per
+    /// decision (exit 64 for a bad filter or cursor).
+    Audit(audit::AuditCommand),
     /// Work with the configuration.
     Config {
         #[command(subcommand)]
@@ -158,7 +165,7 @@ struct ConfigArgs {
         long,
         value_name = "FILE",
         env = "SLUICE_CONFIG",
-        default_value = "sluice.toml",
+        default_value = DEFAULT_CONFIG,
         conflicts_with = "mcp_json"
     )]
     config: PathBuf,
@@ -197,7 +204,9 @@ fn main() -> ExitCode {
     };
     // `lock` and `check` print their own report; their log is for trouble.
     let default_level = match cli.command {
-        Command::Lock { .. } | Command::Check { .. } | Command::Doctor(_) => "warn",
+        Command::Lock { .. } | Command::Check { .. } | Command::Doctor(_) | Command::Audit(_) => {
+            "warn"
+        }
         _ => "info",
     };
     match run(cli, default_level) {
@@ -245,6 +254,7 @@ fn run(cli: Cli, log_level: &str) -> anyhow::Result<ExitCode> {
             Err(code) => code,
         }),
         Command::Doctor(args) => doctor(args),
+        Command::Audit(command) => audit::run(&command),
         Command::Lock { source, upstreams } => {
             let config = match load(&source) {
                 Ok(config) => config,
@@ -351,7 +361,16 @@ fn run(cli: Cli, log_level: &str) -> anyhow::Result<ExitCode> {
                 listen_flag: listen,
                 bound: (!stdio).then_some(config.server.listen),
             };
-            runtime.block_on(serve(config, lock, cursor_secret, stdio, sources, traces))
+            let state_dir = state::dir(source.path(), &config);
+            runtime.block_on(serve(
+                config,
+                lock,
+                cursor_secret,
+                stdio,
+                sources,
+                traces,
+                &state_dir,
+            ))
         }
     }
 }
@@ -476,20 +495,37 @@ async fn serve(
     stdio: bool,
     sources: reload::Sources,
     traces: Option<telemetry::Traces>,
+    state_dir: &Path,
 ) -> anyhow::Result<ExitCode> {
     let listen = config.server.listen;
     if let Err(e) = telemetry::start_metrics(&config).await {
         eprintln!("sluice: {e:#}");
         return Ok(ExitCode::from(EXIT_INTERNAL));
     }
+    let audit = match audit::open_log(&config.state, state_dir).await {
+        Ok(audit) => audit,
+        Err(message) => {
+            eprintln!("sluice: {message}; nothing was started");
+            return Ok(ExitCode::from(EXIT_CONFIG));
+        }
+    };
+    let sink = audit
+        .clone()
+        .map(|log| log as Arc<dyn sluice_gateway::ops::AuditSink>);
     let gateway = Gateway::start(
         config,
         lock,
         cursor_secret,
-        sluice_gateway::ops::Ops::new(None),
+        sluice_gateway::ops::Ops::new(sink),
     );
     // Ends with the runtime, when `serve` returns.
     tokio::spawn(reload::run(Arc::clone(&gateway), sources));
+    // Every way out writes the queued audit rows first.
+    let close_audit = async || {
+        if let Some(audit) = &audit {
+            audit.close().await;
+        }
+    };
     if stdio {
         let (input, output) = sluice_gateway::downstream::stdio::std_streams();
         let served = sluice_gateway::downstream::stdio::serve(Arc::clone(&gateway), input, output);
@@ -498,6 +534,7 @@ async fn serve(
             () = signal() => tracing::info!("signal received; shutting down"),
         }
         gateway.shutdown().await;
+        close_audit().await;
         if let Some(traces) = traces {
             traces.shutdown().await;
         }
@@ -508,6 +545,7 @@ async fn serve(
         Err(e) => {
             eprintln!("sluice: cannot listen on {listen}: {e}");
             gateway.shutdown().await;
+            close_audit().await;
             return Ok(ExitCode::from(EXIT_INTERNAL));
         }
     };
@@ -538,6 +576,7 @@ async fn serve(
         Ok(Ok(Err(e))) => tracing::warn!("HTTP server ended with an error: {e}"),
         Ok(Err(e)) => tracing::warn!("HTTP server task failed: {e}"),
     }
+    close_audit().await;
     Ok(ExitCode::SUCCESS)
 }
 

@@ -316,8 +316,8 @@ async fn sighup_applies_a_lockfile_edit_without_restarting_anything() {
 #[tokio::test(flavor = "multi_thread")]
 async fn a_stdio_client_hears_list_changed_when_a_reload_adds_an_upstream() {
     let a = fixture_upstream("a", &[]);
-    let (dir, path) = write_config(&a);
-    let mut s = StdioSluice::start_at(dir, &path).await;
+    let (_dir, path) = write_config(&a);
+    let mut s = StdioSluice::start_at(&path).await;
     s.initialize(json!({})).await;
     let listed = s.request(1, "tools/list", json!({})).await;
     assert_eq!(names(&listed, "tools"), tools_of(&["a"]));

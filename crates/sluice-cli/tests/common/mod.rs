@@ -84,17 +84,20 @@ pub struct StdioSluice {
     /// Messages read while waiting for something else (notifications,
     /// server-to-client requests, other responses).
     pub seen: Vec<Value>,
-    _dir: tempfile::TempDir,
+    _dir: Option<tempfile::TempDir>,
 }
 
 impl StdioSluice {
     pub async fn start(config: &str) -> Self {
         let (dir, path) = write_config(config);
-        Self::start_at(dir, &path).await
+        let mut sluice = Self::start_at(&path).await;
+        sluice._dir = Some(dir);
+        sluice
     }
 
-    /// Serves the config at `path`, which lives in `dir`.
-    pub async fn start_at(dir: tempfile::TempDir, path: &std::path::Path) -> Self {
+    /// Serves the config at `path`; its directory (lockfile, state) is the
+    /// caller's, and outlives this sluice.
+    pub async fn start_at(path: &std::path::Path) -> Self {
         let mut child = Command::new(sluice_bin())
             .args(["serve", "--stdio", "--config"])
             .arg(path)
@@ -112,7 +115,7 @@ impl StdioSluice {
             stdin,
             lines,
             seen: Vec::new(),
-            _dir: dir,
+            _dir: None,
         }
     }
 

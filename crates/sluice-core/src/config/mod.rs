@@ -156,7 +156,35 @@ pub struct StateConfig {
     /// `cursor_secret`: seals list cursors (at least 32 characters); when
     /// absent, a random key is made at first start and kept in `dir`.
     pub cursor_secret: Option<String>,
+    /// `url`: where the audit log is kept.
+    pub store: StateStore,
+    /// `audit`: whether every decision is written to the audit log
+    /// (default true).
+    pub audit: bool,
+    /// `audit_retention`: audit rows older than this are deleted (1h to
+    /// 3650d, default 30d).
+    pub audit_retention: Duration,
 }
+
+/// `[state] url`: the database of the audit log.
+#[derive(Clone, PartialEq, Eq)]
+pub enum StateStore {
+    /// No `url`: an SQLite file in `[state] dir`.
+    Sqlite,
+    /// A `postgres://` or `postgresql://` URL (after `${VAR}` expansion).
+    Postgres {
+        /// The URL; it may hold a password, so it is never shown.
+        url: String,
+    },
+}
+
+/// The default `[state] audit_retention` (30 days).
+pub const DEFAULT_AUDIT_RETENTION: Duration = Duration::from_secs(30 * 86_400);
+/// The range of `[state] audit_retention`: 1 hour to 3650 days.
+pub const AUDIT_RETENTION_RANGE: (Duration, Duration) = (
+    Duration::from_secs(3_600),
+    Duration::from_secs(3_650 * 86_400),
+);
 
 /// `[server]`: how sluice serves its clients.
 #[derive(Debug, Clone, PartialEq)]
@@ -344,6 +372,9 @@ struct RawCatalog {
 struct RawState {
     dir: Option<Spanned<String>>,
     cursor_secret: Option<Spanned<String>>,
+    url: Option<Spanned<String>>,
+    audit: Option<bool>,
+    audit_retention: Option<Spanned<String>>,
 }
 
 #[derive(Debug, Deserialize, Default)]
@@ -851,6 +882,39 @@ fn validate_state(
             ),
         }
     }
+    if let Some(url) = &raw.url {
+        match expand_env(url.get_ref(), env) {
+            Ok(value) if value.starts_with("postgres://") || value.starts_with("postgresql://") => {
+                out.store = StateStore::Postgres { url: value };
+            }
+            // Only the scheme is shown: the rest may hold a password.
+            Ok(value) => diags.push(
+                Some(url.span()),
+                "state.url",
+                format!(
+                    "{}: must be a postgres:// or postgresql:// URL (PostgreSQL), or absent for the SQLite file in [state] dir",
+                    match value.split_once("://") {
+                        Some((scheme, _)) => format!("the scheme {scheme:?} is not supported"),
+                        None => "is not a URL".to_owned(),
+                    }
+                ),
+            ),
+            Err(var) => diags.push(
+                Some(url.span()),
+                "state.url",
+                format!("refers to ${{{var}}}, which is not set in the environment"),
+            ),
+        }
+    }
+    out.audit = raw.audit.unwrap_or(out.audit);
+    if let Some(retention) = diags.duration(
+        &raw.audit_retention,
+        "state.audit_retention",
+        DEFAULT_AUDIT_RETENTION,
+        AUDIT_RETENTION_RANGE,
+    ) {
+        out.audit_retention = retention;
+    }
     out
 }
 
@@ -1206,7 +1270,7 @@ pub fn expand_env(template: &str, env: &dyn Fn(&str) -> Option<String>) -> Resul
     Ok(out)
 }
 
-/// Parses `"250ms"`, `"60s"`, `"5m"`, `"1h"`.
+/// Parses `"250ms"`, `"60s"`, `"5m"`, `"1h"`, `"30d"`.
 pub fn parse_duration(s: &str) -> Option<Duration> {
     let s = s.trim();
     let split = s.find(|c: char| !c.is_ascii_digit())?;
@@ -1217,6 +1281,7 @@ pub fn parse_duration(s: &str) -> Option<Duration> {
         "s" => Some(Duration::from_secs(n)),
         "m" => n.checked_mul(60).map(Duration::from_secs),
         "h" => n.checked_mul(3600).map(Duration::from_secs),
+        "d" => n.checked_mul(86_400).map(Duration::from_secs),
         _ => None,
     }
 }
@@ -1224,6 +1289,8 @@ pub fn parse_duration(s: &str) -> Option<Duration> {
 fn format_duration(d: Duration) -> String {
     if d.subsec_millis() != 0 || d.is_zero() {
         format!("{}ms", d.as_millis())
+    } else if d.as_secs() > 86_400 && d.as_secs().is_multiple_of(86_400) {
+        format!("{}d", d.as_secs() / 86_400)
     } else {
         format!("{}s", d.as_secs())
     }
@@ -1309,6 +1376,24 @@ impl Config {
         if let AuthMode::Bearer(tokens) = &self.auth.mode {
             out.extend(tokens.iter().filter_map(|t| t.secret().map(str::to_owned)));
         }
+        // sluice's own store passwords, should an error ever quote them.
+        let store_urls = [
+            match &self.state.store {
+                StateStore::Postgres { url } => Some(url),
+                StateStore::Sqlite => None,
+            },
+            match &self.ratelimit.backend {
+                RateLimitBackend::Redis { url, .. } => Some(url),
+                RateLimitBackend::Memory => None,
+            },
+        ];
+        out.extend(
+            store_urls
+                .into_iter()
+                .flatten()
+                .filter_map(|url| url::Url::parse(url).ok())
+                .filter_map(|url| url.password().map(str::to_owned)),
+        );
         out
     }
 }
@@ -1335,6 +1420,9 @@ impl Default for StateConfig {
         StateConfig {
             dir: PathBuf::from(".sluice"),
             cursor_secret: None,
+            store: StateStore::Sqlite,
+            audit: true,
+            audit_retention: DEFAULT_AUDIT_RETENTION,
         }
     }
 }
@@ -1348,7 +1436,20 @@ impl fmt::Debug for StateConfig {
                 "cursor_secret",
                 &self.cursor_secret.as_ref().map(|_| "(set)"),
             )
+            .field("store", &self.store)
+            .field("audit", &self.audit)
+            .field("audit_retention", &self.audit_retention)
             .finish()
+    }
+}
+
+/// The URL is not shown (it may hold a password).
+impl fmt::Debug for StateStore {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            StateStore::Sqlite => f.write_str("Sqlite"),
+            StateStore::Postgres { .. } => f.write_str("Postgres(url set)"),
+        }
     }
 }
 
@@ -1452,7 +1553,7 @@ impl Diagnostics<'_> {
                     Some(s.span()),
                     key,
                     format!(
-                        "{:?} is not a duration: write a number with a unit, ms, s, m or h (e.g. \"60s\")",
+                        "{:?} is not a duration: write a number with a unit, ms, s, m, h or d (e.g. \"60s\")",
                         s.get_ref()
                     ),
                 );
@@ -1925,16 +2026,16 @@ keep = ["$.summary", "$.rows[*].count"]
         );
         let c = parse("[server]\nsession_max_age = \"2h\"\n").expect("2h");
         assert_eq!(c.server.session_max_age, Duration::from_secs(7200));
+        let c = parse("[server]\nsession_max_age = \"30d\"\n").expect("30d");
+        assert_eq!(c.server.session_max_age, Duration::from_secs(2_592_000));
         let e = errors("[server]\nsession_max_age = \"31d\"\n");
         assert!(
-            e[0].contains("server.session_max_age: \"31d\" is not a duration"),
+            e[0].contains("server.session_max_age: \"31d\" is out of range: must be 60s to 30d"),
             "{e:?}"
         );
         let e = errors("[server]\nsession_max_age = \"30s\"\n");
         assert!(
-            e[0].contains(
-                "server.session_max_age: \"30s\" is out of range: must be 60s to 2592000s"
-            ),
+            e[0].contains("server.session_max_age: \"30s\" is out of range: must be 60s to 30d"),
             "{e:?}"
         );
     }
@@ -1945,6 +2046,107 @@ keep = ["$.summary", "$.rows[*].count"]
         assert_eq!(parse_duration("2m"), Some(Duration::from_secs(120)));
         assert_eq!(parse_duration("60"), None);
         assert_eq!(parse_duration("s"), None);
-        assert_eq!(parse_duration("1d"), None);
+        assert_eq!(parse_duration("1d"), Some(Duration::from_secs(86_400)));
+        assert_eq!(parse_duration("1w"), None);
+    }
+
+    #[test]
+    fn the_audit_log_defaults_to_sqlite_in_the_state_dir_for_30_days() {
+        let c = parse("").expect("valid");
+        assert_eq!(c.state.store, StateStore::Sqlite);
+        assert!(c.state.audit);
+        assert_eq!(c.state.audit_retention, Duration::from_secs(30 * 86_400));
+        let c = parse(
+            "[state]
+audit = false
+audit_retention = \"90d\"\n",
+        )
+        .expect("valid");
+        assert!(!c.state.audit);
+        assert_eq!(c.state.audit_retention, Duration::from_secs(90 * 86_400));
+    }
+
+    #[test]
+    fn a_postgres_url_is_expanded_and_never_shown() {
+        let env = |k: &str| (k == "PG_PASSWORD").then(|| "hunter2-pg".to_owned());
+        let c = Config::from_toml(
+            Source {
+                name: "sluice.toml",
+                text: "[state]\nurl = \"postgresql://sluice:${PG_PASSWORD}@db:5432/audit\"\n",
+            },
+            &env,
+        )
+        .expect("valid");
+        assert_eq!(
+            c.state.store,
+            StateStore::Postgres {
+                url: "postgresql://sluice:hunter2-pg@db:5432/audit".into()
+            }
+        );
+        assert!(!format!("{c:?}").contains("hunter2-pg"));
+        let errs = errors("[state]\nurl = \"postgres://u:${NOT_SET}@db/a\"\n");
+        assert_eq!(
+            errs,
+            [
+                "sluice.toml:2:7: state.url: refers to ${NOT_SET}, which is not set in the environment"
+            ]
+        );
+    }
+
+    #[test]
+    fn state_keys_are_checked_with_key_value_and_range() {
+        let errs =
+            errors("[state]\nurl = \"mysql://root:pw-secret@db/x\"\naudit_retention = \"10m\"\n");
+        assert_eq!(
+            errs,
+            [
+                "sluice.toml:2:7: state.url: the scheme \"mysql\" is not supported: must be a postgres:// or postgresql:// URL (PostgreSQL), or absent for the SQLite file in [state] dir",
+                "sluice.toml:3:19: state.audit_retention: \"10m\" is out of range: must be 3600s to 3650d",
+            ]
+        );
+        let errs = errors("[state]\nurl = \"audit.db\"\naudit_retention = \"3651d\"\n");
+        assert_eq!(errs.len(), 2, "{errs:?}");
+        assert!(
+            errs[0].contains("state.url: is not a URL: must be"),
+            "{errs:?}"
+        );
+        assert!(
+            errs[1].contains("\"3651d\" is out of range: must be 3600s to 3650d"),
+            "{errs:?}"
+        );
+        let errs = errors("[state]\naudit_retention = \"forever\"\n");
+        assert!(
+            errs[0].contains("state.audit_retention: \"forever\" is not a duration"),
+            "{errs:?}"
+        );
+    }
+}
+
+#[cfg(test)]
+mod store_secrets {
+    #![allow(clippy::unwrap_used)]
+    use crate::config::{Config, Source};
+
+    #[test]
+    fn store_passwords_are_known_secrets() {
+        let text = "[state]\nurl = \"postgres://sluice:pg-pass-0123456789@db/sluice\"\n\
+                    [ratelimit]\nbackend = \"redis\"\nredis_url = \"redis://:rd-pass-0123456789@cache:6379/\"\n";
+        let config = Config::from_toml(
+            Source {
+                name: "sluice.toml",
+                text,
+            },
+            &|_| None,
+        )
+        .unwrap();
+        let secrets = config.known_secrets();
+        assert!(
+            secrets.contains(&"pg-pass-0123456789".to_owned()),
+            "{secrets:?}"
+        );
+        assert!(
+            secrets.contains(&"rd-pass-0123456789".to_owned()),
+            "{secrets:?}"
+        );
     }
 }

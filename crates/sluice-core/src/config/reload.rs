@@ -8,13 +8,21 @@ use super::Config;
 /// session reaper's period is set, the cursor secret seals cursors clients
 /// hold, the lockfile's path is what is watched, and the transport ceiling
 /// sized the readers made at start.
-pub const RESTART_ONLY: [&str; 6] = [
+pub const RESTART_ONLY: [&str; 14] = [
     "server.listen",
     "server.session_idle_timeout",
     "limits.transport_max_message_bytes",
     "catalog.lockfile",
     "state.dir",
     "state.cursor_secret",
+    "state.url",
+    "state.audit",
+    "state.audit_retention",
+    "metrics.enabled",
+    "metrics.listen",
+    "telemetry.otlp_endpoint",
+    "telemetry.service_name",
+    "telemetry.sample_ratio",
 ];
 
 /// A reload, planned.
@@ -80,7 +88,31 @@ pub fn plan(running: &Config, mut new: Config) -> Plan {
         "state.cursor_secret",
         new.state.cursor_secret != running.state.cursor_secret,
     );
+    keep("state.url", new.state.store != running.state.store);
+    keep("state.audit", new.state.audit != running.state.audit);
+    keep(
+        "state.audit_retention",
+        new.state.audit_retention != running.state.audit_retention,
+    );
     new.state.clone_from(&running.state);
+    // The metrics listener and the trace exporter are set up at start.
+    keep(
+        "metrics.enabled",
+        new.metrics.enabled != running.metrics.enabled,
+    );
+    keep(
+        "metrics.listen",
+        new.metrics.listen != running.metrics.listen,
+    );
+    new.metrics = running.metrics;
+    let (t, r) = (&new.telemetry, &running.telemetry);
+    keep(
+        "telemetry.otlp_endpoint",
+        t.otlp_endpoint != r.otlp_endpoint,
+    );
+    keep("telemetry.service_name", t.service_name != r.service_name);
+    keep("telemetry.sample_ratio", t.sample_ratio != r.sample_ratio);
+    new.telemetry.clone_from(&running.telemetry);
 
     let mut upstreams = UpstreamChanges::default();
     for up in &new.upstreams {
@@ -176,7 +208,10 @@ mod tests {
             "[server]\nlisten = \"127.0.0.1:9999\"\nrequest_timeout = \"7s\"\nsession_idle_timeout = \"5m\"\n\
              [limits]\ntransport_max_message_bytes = 33554432\n\
              [catalog]\nlockfile = \"other.lock\"\n\
-             [state]\ndir = \"elsewhere\"\ncursor_secret = \"0123456789abcdef0123456789abcdef\"\n{A}"
+             [state]\ndir = \"elsewhere\"\ncursor_secret = \"0123456789abcdef0123456789abcdef\"\n\
+             url = \"postgres://db/sluice\"\naudit = false\naudit_retention = \"2d\"\n\
+             [metrics]\nenabled = false\nlisten = \"127.0.0.1:9464\"\n\
+             [telemetry]\notlp_endpoint = \"http://127.0.0.1:4318\"\nservice_name = \"x\"\nsample_ratio = 0.5\n{A}"
         ));
         let plan = plan(&running, new);
         assert_eq!(plan.deferred, RESTART_ONLY);
@@ -191,6 +226,8 @@ mod tests {
         );
         assert_eq!(plan.config.catalog.lockfile, running.catalog.lockfile);
         assert_eq!(plan.config.state, running.state);
+        assert_eq!(plan.config.metrics, running.metrics);
+        assert_eq!(plan.config.telemetry, running.telemetry);
         // Everything else takes the new value.
         assert_eq!(
             plan.config.server.request_timeout,
