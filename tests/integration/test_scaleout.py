@@ -3,6 +3,8 @@
 * ``[ratelimit] backend = "redis"`` with a global 5/min: a client alternating between the replicas
   gets exactly 5 calls through in total; the 6th, on either replica, is refused with HTTP 429 and
   JSON-RPC -32011; another principal has its own 5.
+* one audit table: both replicas write their decisions to the same PostgreSQL database
+  (``[state] url``): after the rate-limit scenario it holds exactly one row per call, from both.
 * legacy sessions: the official ``mcp`` 2.3.0 client in legacy mode, behind a round-robin proxy that
   sends each HTTP request to the next replica, opens its session on one replica and goes on on the
   other (each id carries its session, sealed with the shared ``cursor_secret``); another principal
@@ -12,7 +14,6 @@ The servers come from ``scripts/services.sh start`` (run by scripts/test.sh), wh
 ``SLUICE_TEST_REDIS_URL`` and ``SLUICE_TEST_POSTGRES_URL``. Without them, or when they do not
 answer, these tests fail: they are never skipped.
 
-TODO(audit): rows from both replicas in one PostgreSQL table, once the audit store lands.
 """
 
 from __future__ import annotations
@@ -22,6 +23,8 @@ import json
 import os
 import secrets
 import socket
+import subprocess
+import time
 import threading
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -101,11 +104,32 @@ def fixture_bin() -> Path:
 # ------------------------------------------------------------------------------------------------
 
 
+def psql(url: str, sql: str) -> list[list[str]]:
+    """Rows of `sql` run by the real PostgreSQL client, as lists of fields."""
+    done = subprocess.run(["psql", url, "-XAtF", "\t", "-v", "ON_ERROR_STOP=1", "-c", sql],
+                          capture_output=True, text=True, timeout=30)
+    if done.returncode != 0:
+        pytest.fail(f"psql failed on {sql!r}: {done.stderr}", pytrace=False)
+    return [line.split("\t") for line in done.stdout.splitlines() if line]
+
+
+@pytest.fixture
+def audit_db() -> Iterator[str]:
+    """A fresh PostgreSQL database for one test's audit rows, dropped after it."""
+    server = _service_url("SLUICE_TEST_POSTGRES_URL")
+    name = f"sluice_it_{secrets.token_hex(6)}"
+    psql(server, f"CREATE DATABASE {name}")
+    yield urlparse(server)._replace(path=f"/{name}").geturl()
+    psql(server, f"DROP DATABASE IF EXISTS {name} WITH (FORCE)")
+
+
 def replica_config(path: Path, fixture: Path, secret: str, key_prefix: str) -> Path:
     path.write_text(
         "\n".join([
             "[state]",
             f"cursor_secret = {toml_str(secret)}",
+            # Both replicas write their audit rows to one database.
+            'url = "${SCALEOUT_AUDIT_URL}"',
             "[auth]",
             'mode = "bearer"',
             "[[auth.token]]",
@@ -131,11 +155,14 @@ def replica_config(path: Path, fixture: Path, secret: str, key_prefix: str) -> P
 
 
 @pytest.fixture
-def replicas(redis_url: str, fixture_bin: Path, sluice_bin: Path, sluice_servers: Any, tmp_path: Path) -> list[Any]:
-    """Two replicas sharing a cursor secret and a Redis key space (fresh for each test)."""
+def replicas(redis_url: str, audit_db: str, fixture_bin: Path, sluice_bin: Path, sluice_servers: Any,
+             tmp_path: Path) -> list[Any]:
+    """Two replicas sharing a cursor secret, a Redis key space and an audit database (fresh for
+    each test)."""
     secret = secrets.token_hex(32)
     prefix = f"sluice-it:{secrets.token_hex(6)}:"
-    env = {"SCALEOUT_ALICE_TOKEN": ALICE, "SCALEOUT_BOB_TOKEN": BOB, "SLUICE_TEST_REDIS_URL": redis_url}
+    env = {"SCALEOUT_ALICE_TOKEN": ALICE, "SCALEOUT_BOB_TOKEN": BOB, "SLUICE_TEST_REDIS_URL": redis_url,
+           "SCALEOUT_AUDIT_URL": audit_db}
     out = []
     for name in ("a", "b"):
         d = tmp_path / name
@@ -263,7 +290,7 @@ class RoundRobin:
 # ------------------------------------------------------------------------------------------------
 
 
-def test_a_global_rate_limit_holds_across_replicas(replicas: list[Any]) -> None:
+def test_a_global_rate_limit_holds_across_replicas(replicas: list[Any], audit_db: str) -> None:
     ports = [r.port for r in replicas]
     outcomes = []
     for i in range(RATE + 3):
@@ -285,6 +312,23 @@ def test_a_global_rate_limit_holds_across_replicas(replicas: list[Any]) -> None:
     # bob's allowance is his own, and global too.
     bob = [modern_echo(ports[i % 2], BOB, "bob", 200 + i)[0] for i in range(RATE + 1)]
     assert bob == [200] * RATE + [429], bob
+
+    # One audit table: a row for each of the 14 calls, 7 decided by each replica (rows are
+    # written in batches at most 200 ms late).
+    expected = [["alice", "ok", str(RATE)], ["alice", "rate_limited", "3"],
+                ["bob", "ok", str(RATE)], ["bob", "rate_limited", "1"]]
+    query = ("SELECT principal, decision, count(*) FROM audit_log "
+             "WHERE method = 'tools/call' AND upstream = 'fx' AND target = 'fx__echo' "
+             "GROUP BY principal, decision ORDER BY principal, decision")
+    deadline = time.monotonic() + 10
+    while (rows := psql(audit_db, query)) != expected and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert rows == expected
+    # Nothing of the calls' content is in the table.
+    dump = "\n".join("\t".join(r) for r in psql(audit_db, "SELECT a::text FROM audit_log a"))
+    assert len(dump.splitlines()) == 2 * RATE + 4
+    for absent in ("call 0", ALICE, BOB):
+        assert absent not in dump, absent
 
 
 async def _legacy_session_through(url: str, token: str) -> dict[str, Any]:
