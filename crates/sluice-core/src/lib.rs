@@ -42,6 +42,8 @@
 //! - [`trace_context`]: W3C `traceparent` from `_meta` or the HTTP header,
 //!   continued and propagated upstream.
 //! - [`seal`]: HMAC-sealed tokens (request states, list cursors).
+//! - [`session_token`]: the sealed legacy session id that carries its
+//!   session to any replica sharing the secret.
 //! - [`request_state`]: the sealed `requestState` that lets a 2026-07-28
 //!   client answer a legacy upstream's mid-call questions (MRTR bridging).
 //!
