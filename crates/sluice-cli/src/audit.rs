@@ -29,7 +29,7 @@ pub struct AuditCommand {
     upstream: Option<String>,
     /// Only rows with this decision (ok, tool_error, refused_size,
     /// blocked_drift, rate_limited, refused_scope, refused_elicitation,
-    /// invalid, upstream_error, timeout).
+    /// invalid, upstream_error, timeout, input_required, cancelled).
     #[arg(long, value_name = "NAME")]
     decision: Option<String>,
     /// Rows a page, 1 to 200 (default 20).

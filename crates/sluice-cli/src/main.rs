@@ -568,15 +568,16 @@ async fn serve(
     signal().await;
     tracing::info!("signal received; shutting down");
     gateway.shutdown().await;
-    if let Some(traces) = traces {
-        traces.shutdown().await;
-    }
     match tokio::time::timeout(std::time::Duration::from_secs(5), server).await {
         Ok(Ok(Ok(()))) | Err(_) => {}
         Ok(Ok(Err(e))) => tracing::warn!("HTTP server ended with an error: {e}"),
         Ok(Err(e)) => tracing::warn!("HTTP server task failed: {e}"),
     }
+    // What the drained requests recorded goes out last.
     close_audit().await;
+    if let Some(traces) = traces {
+        traces.shutdown().await;
+    }
     Ok(ExitCode::SUCCESS)
 }
 

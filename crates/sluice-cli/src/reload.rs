@@ -71,8 +71,10 @@ impl Sources {
 }
 
 /// Reloads on SIGHUP and on changes to the watched files, until the
-/// process ends.
-pub async fn run(gateway: Arc<Gateway>, sources: Sources) {
+/// process ends. SIGHUP is taken over before this returns: its default
+/// action ends the process, so a reload sent just after start must find
+/// the handler in place (call it before serving, within the runtime).
+pub fn run(gateway: Arc<Gateway>, sources: Sources) -> impl Future<Output = ()> {
     let mut hangup = match signal(SignalKind::hangup()) {
         Ok(hangup) => Some(hangup),
         Err(e) => {
@@ -80,43 +82,45 @@ pub async fn run(gateway: Arc<Gateway>, sources: Sources) {
             None
         }
     };
-    let changed = Arc::new(Notify::new());
-    // Dropping the watcher ends the watch: it lives as long as this task.
-    let _watcher = watch(&sources, Arc::clone(&changed));
-    let mut last = fingerprint(&sources);
-    loop {
-        let hangup_received = async {
-            match hangup.as_mut() {
-                Some(h) => h.recv().await,
-                None => std::future::pending().await,
-            }
-        };
-        tokio::select! {
-            _ = hangup_received => tracing::info!("SIGHUP: reloading the configuration"),
-            () = settle(&changed) => {
-                // A write that changed nothing (or a file beside them)
-                // is no reason to reload.
-                let now = fingerprint(&sources);
-                if now == last {
-                    continue;
+    async move {
+        let changed = Arc::new(Notify::new());
+        // Dropping the watcher ends the watch: it lives as long as this task.
+        let _watcher = watch(&sources, Arc::clone(&changed));
+        let mut last = fingerprint(&sources);
+        loop {
+            let hangup_received = async {
+                match hangup.as_mut() {
+                    Some(h) => h.recv().await,
+                    None => std::future::pending().await,
                 }
-                tracing::info!("the configuration or lockfile changed on disk: reloading");
-            }
-        }
-        last = fingerprint(&sources);
-        match sources.load() {
-            Ok((config, lock)) => {
-                gateway.reload(config, lock).await;
-            }
-            Err(problems) => {
-                for p in &problems {
-                    tracing::error!("{p}");
+            };
+            tokio::select! {
+                _ = hangup_received => tracing::info!("SIGHUP: reloading the configuration"),
+                () = settle(&changed) => {
+                    // A write that changed nothing (or a file beside them)
+                    // is no reason to reload.
+                    let now = fingerprint(&sources);
+                    if now == last {
+                        continue;
+                    }
+                    tracing::info!("the configuration or lockfile changed on disk: reloading");
                 }
-                tracing::error!(
-                    "reload rejected: {} problem(s); still serving the running configuration",
-                    problems.len()
-                );
-                sluice_gateway::ops::metrics::config_reload(false);
+            }
+            last = fingerprint(&sources);
+            match sources.load() {
+                Ok((config, lock)) => {
+                    gateway.reload(config, lock).await;
+                }
+                Err(problems) => {
+                    for p in &problems {
+                        tracing::error!("{p}");
+                    }
+                    tracing::error!(
+                        "reload rejected: {} problem(s); still serving the running configuration",
+                        problems.len()
+                    );
+                    sluice_gateway::ops::metrics::config_reload(false);
+                }
             }
         }
     }

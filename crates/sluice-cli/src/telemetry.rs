@@ -98,7 +98,7 @@ mod otel {
     use sluice_core::config::TelemetryConfig;
     use tracing::Level;
     use tracing_subscriber::Layer;
-    use tracing_subscriber::filter::Targets;
+    use tracing_subscriber::filter::{Targets, filter_fn};
 
     use super::{TraceLayer, Traces};
 
@@ -125,8 +125,10 @@ mod otel {
             .build();
         let layer = tracing_opentelemetry::layer()
             .with_tracer(provider.tracer("sluice"))
-            // sluice's spans, not every dependency's.
-            .with_filter(Targets::new().with_target("sluice_gateway", Level::INFO));
+            // sluice's spans, not every dependency's, and no log events:
+            // a log line may name a principal, which a trace must not carry.
+            .with_filter(Targets::new().with_target("sluice_gateway", Level::INFO))
+            .with_filter(filter_fn(|meta| meta.is_span()));
         Ok((Traces { provider }, Box::new(layer)))
     }
 }

@@ -355,7 +355,7 @@ fn read_back(setup: &Setup, between: i64) {
     assert_eq!(out.status.code(), Some(64));
     assert_eq!(
         stderr(&out),
-        "sluice audit: --decision \"denied\" is not a decision; the decisions are: ok, tool_error, refused_size, blocked_drift, rate_limited, refused_scope, refused_elicitation, invalid, upstream_error, timeout\n"
+        "sluice audit: --decision \"denied\" is not a decision; the decisions are: ok, tool_error, refused_size, blocked_drift, rate_limited, refused_scope, refused_elicitation, invalid, upstream_error, timeout, input_required, cancelled\n"
     );
     let out = setup.run(&["audit", "--since", "yesterday"]);
     assert_eq!(out.status.code(), Some(64));

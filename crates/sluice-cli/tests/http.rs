@@ -696,7 +696,16 @@ async fn resource_subscriptions_are_shared_counted_released_and_renewed() {
         .await
         .unwrap();
     assert_eq!(del.status(), 200);
-    let view = upstream_view(&a).await;
+    // The upstream unsubscribe goes out on its own task (a slow upstream
+    // must not hold the DELETE): wait for it, bounded.
+    let mut view = upstream_view(&a).await;
+    for _ in 0..100 {
+        if view["unsubscribe_calls"] != json!(0) {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+        view = upstream_view(&a).await;
+    }
     assert_eq!(view["subscribed"], json!([]), "{view}");
     assert_eq!(view["unsubscribe_calls"], json!(1));
 

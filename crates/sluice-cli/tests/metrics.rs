@@ -15,6 +15,8 @@ const TOKEN: &str = "metrics-token-0123456789abcdef";
 const SECRET: &str = "password=hunter2-metrics-secret";
 /// A tool name a client made up; it must not become a label value.
 const MADE_UP: &str = "fx__nope-made-up-by-client";
+/// A URI scheme a client made up; it must not become a label value.
+const MADE_UP_SCHEME: &str = "alice-ssn-123456789";
 
 /// One metric line's name and labels, sorted, e.g.
 /// `sluice_calls_total{method="tools/call",outcome="ok",...}`.
@@ -89,21 +91,32 @@ async fn scrape(s: &HttpSluice, token: Option<&str>) -> reqwest::Response {
     req.send().await.unwrap()
 }
 
-/// A 2026-07-28 `tools/call` with the token; the JSON-RPC answer.
-async fn call(s: &HttpSluice, id: i64, name: &str, arguments: Value) -> Value {
-    let params = json!({"name": name, "arguments": arguments, "_meta": modern_meta(json!({}))});
+/// A 2026-07-28 request with the token; the JSON-RPC answer.
+async fn request(s: &HttpSluice, id: i64, method: &str, name: &str, mut params: Value) -> Value {
+    params["_meta"] = modern_meta(json!({}));
     let resp = s
         .post(
-            &json!({"jsonrpc": "2.0", "id": id, "method": "tools/call", "params": params}),
+            &json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}),
             &[
                 ("authorization", &format!("Bearer {TOKEN}")),
                 ("mcp-protocol-version", "2026-07-28"),
-                ("mcp-method", "tools/call"),
+                ("mcp-method", method),
                 ("mcp-name", name),
             ],
         )
         .await;
     messages(resp).await.pop().unwrap()
+}
+
+/// A 2026-07-28 `tools/call` with the token; the JSON-RPC answer.
+async fn call(s: &HttpSluice, id: i64, name: &str, arguments: Value) -> Value {
+    let params = json!({"name": name, "arguments": arguments});
+    request(s, id, "tools/call", name, params).await
+}
+
+/// A `resources/read`; the JSON-RPC answer.
+async fn read(s: &HttpSluice, id: i64, uri: &str) -> Value {
+    request(s, id, "resources/read", uri, json!({"uri": uri})).await
 }
 
 #[tokio::test(flavor = "multi_thread")]
@@ -113,11 +126,12 @@ async fn the_scrape_counts_every_call_by_outcome_and_nothing_of_its_content() {
          [limits]\nmcp_read_response_max_bytes = 65536\n\
          [auth]\nmode = \"bearer\"\n[[auth.token]]\nprincipal = \"carol-the-user\"\nfile = \"t.token\"\n\
          {}trusted = true\ntool_rate_limit = {{ echo = \"3/h\" }}\n",
-        fixture_upstream("fx", &["--era", "legacy"])
+        fixture_upstream("fx", &["--era", "legacy", "--resources", "3"])
     );
     let (dir, path) = write_config(&config);
     std::fs::write(dir.path().join("t.token"), TOKEN).unwrap();
     let s = HttpSluice::start_at(dir, &path).await;
+    s.wait_health(|h| h["status"] == "ok").await;
 
     // Without the token: refused like /mcp.
     assert_eq!(scrape(&s, None).await.status(), 401);
@@ -147,6 +161,35 @@ async fn the_scrape_counts_every_call_by_outcome_and_nothing_of_its_content() {
     // A secret in a result: redacted, counted by rule kind.
     let leaked = call(&s, next(), "fx__reflect", json!({"text": SECRET})).await;
     assert_eq!(first_text(&leaked), "password=[redacted]");
+    // A listed resource is named by its scheme; a URI the catalog does not
+    // list (the only upstream with resources gets it) by nothing.
+    let listed = read(&s, next(), "fixture://res/0001").await;
+    assert!(listed["result"]["contents"].is_array(), "{listed}");
+    let unlisted = read(&s, next(), &format!("{MADE_UP_SCHEME}:x")).await;
+    assert!(unlisted["error"].is_object(), "{unlisted}");
+    // A client that gives up on a call: cancelled, not left unrecorded
+    // (and not a timeout: the request was gone before the 1 s passed).
+    let impatient = reqwest::Client::builder()
+        .timeout(std::time::Duration::from_millis(300))
+        .build()
+        .unwrap();
+    let params = json!({"name": "fx__hang", "arguments": {}, "_meta": modern_meta(json!({}))});
+    let gave_up = impatient
+        .post(&s.url)
+        .bearer_auth(TOKEN)
+        .header("accept", "application/json, text/event-stream")
+        .header("content-type", "application/json")
+        .header("mcp-protocol-version", "2026-07-28")
+        .header("mcp-method", "tools/call")
+        .header("mcp-name", "fx__hang")
+        .body(
+            json!({"jsonrpc": "2.0", "id": next(), "method": "tools/call", "params": params})
+                .to_string(),
+        )
+        .send()
+        .await;
+    assert!(gave_up.is_err_and(|e| e.is_timeout()));
+    tokio::time::sleep(std::time::Duration::from_millis(1500)).await;
 
     let resp = scrape(&s, Some(TOKEN)).await;
     assert_eq!(resp.status(), 200);
@@ -157,7 +200,15 @@ async fn the_scrape_counts_every_call_by_outcome_and_nothing_of_its_content() {
             .starts_with("text/plain; version=0.0.4")
     );
     let text = resp.text().await.unwrap();
-    for absent in [SECRET, "hunter2", MADE_UP, "carol-the-user", TOKEN, "boom"] {
+    for absent in [
+        SECRET,
+        "hunter2",
+        MADE_UP,
+        MADE_UP_SCHEME,
+        "carol-the-user",
+        TOKEN,
+        "boom",
+    ] {
         assert!(
             !text.contains(absent),
             "{absent:?} is in the scrape:\n{text}"
@@ -174,6 +225,17 @@ async fn the_scrape_counts_every_call_by_outcome_and_nothing_of_its_content() {
         (calls("fx__reflect", "ok"), 1.0),
         (calls("fx__hang", "timeout"), 1.0),
         (calls("", "invalid"), 1.0),
+        (calls("fx__hang", "cancelled"), 1.0),
+        (
+            "sluice_calls_total{method=resources/read,outcome=ok,target=fixture:,upstream=fx}"
+                .into(),
+            1.0,
+        ),
+        (
+            "sluice_calls_total{method=resources/read,outcome=upstream_error,target=,upstream=fx}"
+                .into(),
+            1.0,
+        ),
     ];
     for (series, n) in &expected {
         assert_eq!(get(&m, series), *n, "{series}");
@@ -183,14 +245,16 @@ async fn the_scrape_counts_every_call_by_outcome_and_nothing_of_its_content() {
         .filter(|(k, _)| k.starts_with("sluice_calls_total{"))
         .map(|(_, v)| v)
         .sum();
-    assert_eq!(all, 12.0, "every call counted once");
-    // Timed through sluice: all 12; by the upstream: the 10 that reached it.
+    assert_eq!(all, 15.0, "every request counted once");
+    // Timed through sluice: the 12 routed tool calls (the made-up name
+    // has no upstream); by the upstream: the 9 answered ones that reached
+    // it (not the 2 over the rate, nor the cancelled one).
     assert_eq!(
         get(
             &m,
             "sluice_call_duration_seconds_count{method=tools/call,upstream=fx}"
         ),
-        11.0
+        12.0
     );
     assert_eq!(
         get(

@@ -40,11 +40,18 @@ pub enum Decision {
     UpstreamError,
     /// The upstream did not answer within `server.request_timeout`.
     Timeout,
+    /// The call paused for the client's input (an MRTR round: the answer
+    /// is `input_required`); the retry that answers it is a record of its
+    /// own.
+    InputRequired,
+    /// The client cancelled the request or went away before its answer;
+    /// what the upstream did with it is unknown.
+    Cancelled,
 }
 
 impl Decision {
     /// Every decision, in declaration order.
-    pub const ALL: [Decision; 10] = [
+    pub const ALL: [Decision; 12] = [
         Decision::Ok,
         Decision::ToolError,
         Decision::RefusedSize,
@@ -55,6 +62,8 @@ impl Decision {
         Decision::Invalid,
         Decision::UpstreamError,
         Decision::Timeout,
+        Decision::InputRequired,
+        Decision::Cancelled,
     ];
 
     /// The snake_case name used in the audit log, metric labels and the CLI.
@@ -70,6 +79,8 @@ impl Decision {
             Decision::Invalid => "invalid",
             Decision::UpstreamError => "upstream_error",
             Decision::Timeout => "timeout",
+            Decision::InputRequired => "input_required",
+            Decision::Cancelled => "cancelled",
         }
     }
 
@@ -79,9 +90,12 @@ impl Decision {
     }
 
     /// The decision for a result the upstream sent and sluice passed: a
-    /// tool result with `isError: true` is a tool error.
+    /// tool result with `isError: true` is a tool error, an
+    /// `input_required` result a paused call.
     pub fn of_result(result: &Value) -> Decision {
-        if result.get("isError").and_then(Value::as_bool) == Some(true) {
+        if result.get("resultType").and_then(Value::as_str) == Some("input_required") {
+            Decision::InputRequired
+        } else if result.get("isError").and_then(Value::as_bool) == Some(true) {
             Decision::ToolError
         } else {
             Decision::Ok
@@ -591,6 +605,10 @@ mod tests {
             Decision::of_result(&json!({"isError": "yes"})),
             Decision::Ok
         );
+        assert_eq!(
+            Decision::of_result(&json!({"resultType": "input_required", "inputRequests": {}})),
+            Decision::InputRequired
+        );
     }
 
     #[test]
@@ -755,7 +773,7 @@ mod tests {
                 ..AuditArgs::default()
             })
             .unwrap(),
-            "--decision \"denied\" is not a decision; the decisions are: ok, tool_error, refused_size, blocked_drift, rate_limited, refused_scope, refused_elicitation, invalid, upstream_error, timeout"
+            "--decision \"denied\" is not a decision; the decisions are: ok, tool_error, refused_size, blocked_drift, rate_limited, refused_scope, refused_elicitation, invalid, upstream_error, timeout, input_required, cancelled"
         );
         assert!(
             plan(AuditArgs {

@@ -275,6 +275,10 @@ impl Gateway {
                 let _ = task.await;
             }
         }
+        // A removed upstream drifts no more (its `up` gauge is already 0).
+        for name in &changes.removed {
+            crate::ops::metrics::drift(name, 0);
+        }
         for up in starting {
             let task = self
                 .tracker

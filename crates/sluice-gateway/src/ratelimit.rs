@@ -226,7 +226,7 @@ impl SharedLimits {
         }
         let interval_us = (rate.per.as_micros() / u128::from(rate.calls.max(1))).max(1);
         let mut redis = self.redis.clone();
-        let mut invocation = self.script.key(self.key(principal, exposed));
+        let mut invocation = self.script.key(self.key(principal, exposed, rate));
         invocation
             .arg(u64::try_from(interval_us).unwrap_or(u64::MAX))
             .arg(rate.calls);
@@ -270,13 +270,18 @@ impl SharedLimits {
     }
 
     /// The key of one allowance: a hash, so that principals and tool names
-    /// never appear in Redis's key space.
-    fn key(&self, principal: &str, exposed: &str) -> String {
+    /// never appear in Redis's key space. The rate is part of it: a rate
+    /// changed by a reload starts a fresh allowance (as the in-memory
+    /// limiters do) instead of inheriting a wait computed for the old one.
+    fn key(&self, principal: &str, exposed: &str, rate: Rate) -> String {
         let mut hash = Sha256::new();
         hash.update(b"sluice rate limit v1\0");
         hash.update(principal.as_bytes());
         hash.update(b"\0");
         hash.update(exposed.as_bytes());
+        hash.update(b"\0");
+        hash.update(rate.calls.to_be_bytes());
+        hash.update(rate.per.as_micros().to_be_bytes());
         let digest = hash.finalize();
         let mut key = self.key_prefix.clone();
         for b in &digest[..16] {
@@ -334,6 +339,21 @@ mod tests {
             assert!(l.check("alice", "b", "v", "b__v").await.is_ok());
         }
         assert!(l.check("alice", "b", "v", "b__v").await.is_err());
+    }
+
+    #[tokio::test]
+    async fn a_changed_rate_starts_a_fresh_allowance_in_redis() {
+        let url = redis_url();
+        let (slow, prefix) = redis_config(&url, "default = \"1/h\"\n");
+        let slow = limits(&slow);
+        assert!(slow.check("alice", "u", "t", "u__t").await.is_ok());
+        assert!(slow.check("alice", "u", "t", "u__t").await.is_err());
+        // A reload to a faster rate (same prefix): not locked out for the
+        // hour the old rate computed.
+        let fast = limits(&format!(
+            "[ratelimit]\nbackend = \"redis\"\nredis_url = \"{url}\"\nkey_prefix = \"{prefix}\"\ndefault = \"100/s\"\n"
+        ));
+        assert!(fast.check("alice", "u", "t", "u__t").await.is_ok());
     }
 
     #[tokio::test]

@@ -111,7 +111,9 @@ impl Gateway {
         params: Value,
         span: &tracing::Span,
     ) -> Result<Value, RpcError> {
-        let started = (tokio::time::Instant::now(), std::time::SystemTime::now());
+        let in_flight = ops::AUDITED_METHODS
+            .contains(&method)
+            .then(|| self.ops.start(method, &ctx.principal, &ctx.trail, span));
         if !matches!(method, "ping" | "server/discover") {
             // A client that connects at once waits for the upstreams' first
             // reads, but a hung upstream must not hold everyone for long.
@@ -158,9 +160,8 @@ impl Gateway {
             }
             Err(e) => Err(protocol::shape_error(ctx.era, e)),
         };
-        if ops::AUDITED_METHODS.contains(&method) {
-            self.ops
-                .finish(method, &ctx.principal, &ctx.trail, &answer, started, span);
+        if let Some(in_flight) = in_flight {
+            in_flight.answered(&answer);
         }
         answer
     }
@@ -268,7 +269,7 @@ impl Gateway {
         };
         let Some(route) = route.cloned() else {
             if let Some(withheld) = fed.withheld(kind, name) {
-                ctx.trail.routed(&withheld.upstream, name);
+                ctx.trail.routed(&withheld.upstream, Some(name));
                 ctx.trail.decide(Decision::BlockedDrift);
                 return Err(rescue::drift_blocked(what, name, withheld));
             }
@@ -286,7 +287,7 @@ impl Gateway {
             .get("name")
             .and_then(Value::as_str)
             .unwrap_or_default();
-        ctx.trail.routed(&route.upstream, exposed);
+        ctx.trail.routed(&route.upstream, Some(exposed));
         if kind == ListKind::Tools {
             // A retry that answers a round sluice itself parked is the same
             // call, counted once; any other retry cannot be told from a
@@ -426,9 +427,7 @@ impl Gateway {
                 "params.uri is not an absolute URI (RFC 3986)",
             ));
         }
-        let upstream = self.resource_owner(uri)?;
-        ctx.trail
-            .routed(upstream.name(), &audit::resource_kind(uri));
+        let upstream = self.resource_owner(ctx, uri)?;
         self.admit_upstream(ctx, upstream.name())?;
         let live = self.live();
         let boundary = self.boundary(&live, &upstream, Surface::Resource, true);
@@ -472,9 +471,7 @@ impl Gateway {
             }
             return Ok(json!({}));
         }
-        let upstream = self.resource_owner(&uri)?;
-        ctx.trail
-            .routed(upstream.name(), &audit::resource_kind(&uri));
+        let upstream = self.resource_owner(ctx, &uri)?;
         self.admit_upstream(ctx, upstream.name())?;
         let name = upstream.name();
         let lock = self.hub.subscription_lock(name, &uri);
@@ -575,12 +572,20 @@ impl Gateway {
     /// The upstream that serves a URI: the one that lists it, else the
     /// first with a matching template, else the only upstream that offers
     /// resources at all.
-    fn resource_owner(&self, uri: &str) -> Result<Arc<Upstream>, RpcError> {
+    /// The upstream that serves `uri`, recorded on the request's trail.
+    /// The trail names the URI by its scheme only, and only when the
+    /// approved catalog lists it: a scheme the client made up is never a
+    /// metric label or an audit target.
+    fn resource_owner(&self, ctx: &RequestCtx, uri: &str) -> Result<Arc<Upstream>, RpcError> {
         let fed = self.federation();
+        let kind = audit::resource_kind(uri);
         if let Some(withheld) = fed.withheld_resource(uri) {
+            ctx.trail.routed(&withheld.upstream, Some(&kind));
+            ctx.trail.decide(Decision::BlockedDrift);
             return Err(rescue::drift_blocked("resource", uri, withheld));
         }
         if let Some(owner) = fed.route_resource(uri) {
+            ctx.trail.routed(owner, Some(&kind));
             return self.upstream_named(owner);
         }
         // Pinned, a URI no approved entry or template covers is not served:
@@ -597,7 +602,10 @@ impl Gateway {
             .iter()
             .filter(|u| u.connection().is_ok_and(|c| c.offers("resources")));
         match (offering.next(), offering.next()) {
-            (Some(only), None) => Ok(Arc::clone(only)),
+            (Some(only), None) => {
+                ctx.trail.routed(only.name(), None);
+                Ok(Arc::clone(only))
+            }
             _ => Err(
                 RpcError::new(jsonrpc::LEGACY_RESOURCE_NOT_FOUND, "Resource not found")
                     .with_data(json!({"uri": uri})),
@@ -617,14 +625,14 @@ impl Gateway {
                 let route = fed.route_prompt(name).cloned().ok_or_else(|| {
                     match fed.withheld(ListKind::Prompts, name) {
                         Some(withheld) => {
-                            ctx.trail.routed(&withheld.upstream, name);
+                            ctx.trail.routed(&withheld.upstream, Some(name));
                             ctx.trail.decide(Decision::BlockedDrift);
                             rescue::drift_blocked("prompt", name, withheld)
                         }
                         None => RpcError::invalid_params(format!("Unknown prompt: {name}")),
                     }
                 })?;
-                ctx.trail.routed(&route.upstream, name);
+                ctx.trail.routed(&route.upstream, Some(name));
                 if let Some(r) = params.get_mut("ref").and_then(Value::as_object_mut) {
                     r.insert("name".into(), route.name.clone().into());
                 }
@@ -635,12 +643,14 @@ impl Gateway {
                     .get("uri")
                     .and_then(Value::as_str)
                     .unwrap_or_default();
-                let owner = match fed.template_owner(uri) {
-                    Some(owner) => self.upstream_named(owner)?,
-                    None => self.resource_owner(uri)?,
-                };
-                ctx.trail.routed(owner.name(), &audit::resource_kind(uri));
-                owner
+                match fed.template_owner(uri) {
+                    Some(owner) => {
+                        // `uri` is a template the catalog lists.
+                        ctx.trail.routed(owner, Some(&audit::resource_kind(uri)));
+                        self.upstream_named(owner)?
+                    }
+                    None => self.resource_owner(ctx, uri)?,
+                }
             }
             _ => {
                 return Err(RpcError::invalid_params(
@@ -1067,12 +1077,14 @@ impl Gateway {
     ) -> Result<Value, RpcError> {
         let _policy = trace::policy_span().entered();
         let trail = &ctx.trail;
+        let mut measured = None;
         let (answer, redactions) = match outcome {
             Ok(result) => {
                 let bounded = boundary.result(result);
                 if bounded.refused {
                     trail.decide(Decision::RefusedSize);
                 }
+                measured = bounded.measured;
                 (bounded.answer, bounded.redactions)
             }
             Err(UpstreamError::Rpc(error)) => {
@@ -1104,7 +1116,7 @@ impl Gateway {
         if let Ok(result) = &answer
             && self.ops.sizes_answers()
         {
-            trail.sized(budget::measure(result, usize::MAX - 1));
+            trail.sized(measured.unwrap_or_else(|| budget::measure(result, usize::MAX - 1)));
         }
         metrics::redactions(&redactions);
         if redactions.total() > 0 {

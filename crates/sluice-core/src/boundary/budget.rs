@@ -83,7 +83,16 @@ pub fn measure(value: &Value, limit: usize) -> usize {
 /// Whether a read result may pass: its binary payloads fit the raw-byte
 /// ceiling derived from `limit`, and its compact JSON fits `limit`.
 pub fn admits(result: &Value, limit: usize) -> bool {
-    binary_bytes(result) <= binary_ceiling(limit) && measure(result, limit) <= limit
+    admitted_size(result, limit).is_some()
+}
+
+/// The compact JSON length of a read result that may pass ([`admits`]);
+/// `None` when it may not.
+pub fn admitted_size(result: &Value, limit: usize) -> Option<usize> {
+    if binary_bytes(result) > binary_ceiling(limit) {
+        return None;
+    }
+    Some(measure(result, limit)).filter(|n| *n <= limit)
 }
 
 /// The most raw (decoded) bytes of binary content a result may carry

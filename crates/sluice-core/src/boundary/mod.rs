@@ -25,6 +25,9 @@ pub struct Bounded {
     pub redactions: Redactions,
     /// Whether it was withheld whole for being over the read budget.
     pub refused: bool,
+    /// The passed result's compact JSON length, when it was measured (a
+    /// read); the shell need not measure it again.
+    pub measured: Option<usize>,
 }
 
 /// What one answer to a client goes through.
@@ -54,11 +57,14 @@ impl Boundary<'_> {
         }
         let input_required =
             result.get("resultType").and_then(Value::as_str) == Some("input_required");
-        let refused = (self.read || input_required) && !budget::admits(&result, self.limit);
+        let admitted =
+            (self.read || input_required).then(|| budget::admitted_size(&result, self.limit));
+        let refused = admitted == Some(None);
         Bounded {
             answer: if refused { self.refusal() } else { Ok(result) },
             redactions,
             refused,
+            measured: admitted.flatten(),
         }
     }
 

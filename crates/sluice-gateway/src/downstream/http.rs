@@ -190,9 +190,13 @@ impl HttpState {
             .admissible(id, principal)
             .ok_or_else(session_not_found)?;
         let mut sessions = self.lock_sessions();
-        // Another request may have taken it up meanwhile.
+        // Another request may have taken it up meanwhile, or a DELETE
+        // ended it (it marks the id ended under this same lock).
         if let Some(session) = sessions.get(id) {
             return Ok(Arc::clone(session));
+        }
+        if self.lock_ended().contains_key(&id_hash(id)) {
+            return Err(session_not_found());
         }
         if sessions.len() >= self.gateway.live().config.server.max_sessions {
             return Err(too_many_sessions());
@@ -805,6 +809,9 @@ async fn delete_mcp(
             .get(id)
             .map(|s| s.principal.key() == principal.key());
         let removed = if held == Some(true) {
+            // Marked ended before it leaves the map, under the map's lock:
+            // a request taking it up from its id meanwhile sees either.
+            state.remember_ended(id);
             sessions.remove(id)
         } else {
             None
@@ -814,7 +821,6 @@ async fn delete_mcp(
     };
     match (held, removed) {
         (_, Some(session)) => {
-            state.remember_ended(id);
             state.gateway.end_session(&session);
             StatusCode::OK.into_response()
         }

@@ -61,11 +61,12 @@ impl Trail {
     }
 
     /// The request was routed to `upstream`, for `target` (an exposed
-    /// tool or prompt name, or a resource's URI scheme).
-    pub(crate) fn routed(&self, upstream: &str, target: &str) {
+    /// tool or prompt name, or a listed resource's URI scheme; `None` for
+    /// what the catalog does not list).
+    pub(crate) fn routed(&self, upstream: &str, target: Option<&str>) {
         let mut facts = self.facts();
         facts.upstream = Some(upstream.to_owned());
-        facts.target = Some(target.to_owned());
+        facts.target = target.map(str::to_owned);
     }
 
     /// sluice decided; the first decision recorded stands.
@@ -97,24 +98,46 @@ impl Ops {
         self.audit.is_some()
     }
 
-    /// One request was answered: counts it, times it, and writes its
-    /// audit row. `started` is when it arrived.
-    pub(crate) fn finish(
-        &self,
-        method: &str,
-        principal: &Principal,
-        trail: &Trail,
-        outcome: &Result<Value, RpcError>,
-        started: (Instant, SystemTime),
-        span: &tracing::Span,
-    ) {
+    /// A request arrived: it is recorded once, when answered, or as
+    /// cancelled if its handling is dropped first (the client went away),
+    /// so that a call that reached an upstream never goes unrecorded.
+    pub(crate) fn start<'a>(
+        &'a self,
+        method: &'a str,
+        principal: &'a Principal,
+        trail: &'a Trail,
+        span: &'a tracing::Span,
+    ) -> InFlight<'a> {
+        InFlight {
+            ops: self,
+            method,
+            principal,
+            trail,
+            span,
+            started: (Instant::now(), SystemTime::now()),
+            recorded: false,
+        }
+    }
+
+    /// Counts one request, times it, and writes its audit row; `outcome`
+    /// is `None` when it was cancelled.
+    fn record(&self, request: &InFlight<'_>, outcome: Option<&Result<Value, RpcError>>) {
+        let InFlight {
+            method,
+            principal,
+            trail,
+            span,
+            started,
+            ..
+        } = *request;
         let elapsed = started.0.elapsed();
         let facts = std::mem::take(&mut *trail.facts());
         let decision = facts.decision.unwrap_or(match outcome {
-            Ok(result) => Decision::of_result(result),
+            Some(Ok(result)) => Decision::of_result(result),
             // An error no step claimed is sluice's own refusal of a
             // request it could not route (unknown name, bad params).
-            Err(_) => Decision::Invalid,
+            Some(Err(_)) => Decision::Invalid,
+            None => Decision::Cancelled,
         });
         span.record("mcp.outcome", decision.as_str());
         if let Some(upstream) = &facts.upstream {
@@ -143,12 +166,38 @@ impl Ops {
             upstream: facts.upstream,
             target: facts.target,
             decision,
-            code: outcome.as_ref().err().map(|e| e.code),
+            code: outcome.and_then(|o| o.as_ref().err()).map(|e| e.code),
             duration_us: i64::try_from(elapsed.as_micros()).unwrap_or(i64::MAX),
             size: outcome
-                .as_ref()
-                .ok()
+                .and_then(|o| o.as_ref().ok())
                 .map(|_| SizeBucket::of(facts.size.unwrap_or(0))),
         });
+    }
+}
+
+/// A request being handled (see [`Ops::start`]).
+pub(crate) struct InFlight<'a> {
+    ops: &'a Ops,
+    method: &'a str,
+    principal: &'a Principal,
+    trail: &'a Trail,
+    span: &'a tracing::Span,
+    started: (Instant, SystemTime),
+    recorded: bool,
+}
+
+impl InFlight<'_> {
+    /// The request was answered with `outcome`.
+    pub(crate) fn answered(mut self, outcome: &Result<Value, RpcError>) {
+        self.recorded = true;
+        self.ops.record(&self, Some(outcome));
+    }
+}
+
+impl Drop for InFlight<'_> {
+    fn drop(&mut self) {
+        if !self.recorded {
+            self.ops.record(self, None);
+        }
     }
 }

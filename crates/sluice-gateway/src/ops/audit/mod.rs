@@ -311,8 +311,8 @@ mod tests {
             (None, None, Some(Decision::RateLimited), None, 7),
             (
                 Some(now - 995),
-                Some("up0"),
-                Some(Decision::Ok),
+                Some("up1"),
+                Some(Decision::ToolError),
                 Some(RowKey {
                     time_ms: now - 960,
                     id: 900,
