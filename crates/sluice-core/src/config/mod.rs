@@ -1387,13 +1387,28 @@ impl Config {
                 RateLimitBackend::Memory => None,
             },
         ];
-        out.extend(
-            store_urls
-                .into_iter()
-                .flatten()
-                .filter_map(|url| url::Url::parse(url).ok())
-                .filter_map(|url| url.password().map(str::to_owned)),
-        );
+        for url in store_urls.into_iter().flatten() {
+            let Ok(url) = url::Url::parse(url) else {
+                continue;
+            };
+            // As written in the URL, and as the server gets it.
+            let mut passwords: Vec<String> =
+                url.password().map(str::to_owned).into_iter().collect();
+            passwords.extend(
+                url.query_pairs()
+                    .filter(|(k, _)| k == "password")
+                    .map(|(_, v)| v.into_owned()),
+            );
+            for password in passwords {
+                let decoded = percent_encoding::percent_decode_str(&password)
+                    .decode_utf8_lossy()
+                    .into_owned();
+                if decoded != password {
+                    out.push(decoded);
+                }
+                out.push(password);
+            }
+        }
         out
     }
 }
@@ -2129,7 +2144,7 @@ mod store_secrets {
 
     #[test]
     fn store_passwords_are_known_secrets() {
-        let text = "[state]\nurl = \"postgres://sluice:pg-pass-0123456789@db/sluice\"\n\
+        let text = "[state]\nurl = \"postgres://sluice:pg-pass%40%2F0123456789@db/sluice?password=q-pass-0123456789\"\n\
                     [ratelimit]\nbackend = \"redis\"\nredis_url = \"redis://:rd-pass-0123456789@cache:6379/\"\n";
         let config = Config::from_toml(
             Source {
@@ -2140,13 +2155,14 @@ mod store_secrets {
         )
         .unwrap();
         let secrets = config.known_secrets();
-        assert!(
-            secrets.contains(&"pg-pass-0123456789".to_owned()),
-            "{secrets:?}"
-        );
-        assert!(
-            secrets.contains(&"rd-pass-0123456789".to_owned()),
-            "{secrets:?}"
-        );
+        // As written, as the server gets it, and from the query string.
+        for expected in [
+            "pg-pass%40%2F0123456789",
+            "pg-pass@/0123456789",
+            "q-pass-0123456789",
+            "rd-pass-0123456789",
+        ] {
+            assert!(secrets.contains(&expected.to_owned()), "{secrets:?}");
+        }
     }
 }
