@@ -10,15 +10,9 @@
 #   scripts/bench-ops.sh [ROUNDS] [REQUESTS]
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
-ROUNDS="${1:-5}"; REQUESTS="${2:-20000}"
-export PEERS="${PEERS:-$PWD/.peers}"
-PY="$PEERS/venv/bin/python"; [ -x "$PY" ] || PY=python3
-cargo build --release --locked -q --bin sluice --bin sluice-fixture --bin sluice-bench
-OUT=target/bench; mkdir -p "$OUT"; RESULTS="$OUT/ops.jsonl"; : >"$RESULTS"
-BENCH="$PWD/target/release/sluice-bench"; FIX="$PWD/target/release/sluice-fixture"; SLUICE="$PWD/target/release/sluice"
-DIR="$(mktemp -d)"; PIDS=()
-cleanup() { for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null || true; done; wait 2>/dev/null || true; rm -rf "$DIR"; }
-trap cleanup EXIT
+RESULTS_FILE=ops.jsonl
+# shellcheck source=scripts/bench-lib.sh
+source scripts/bench-lib.sh "$@"
 
 # variant NAME STATE METRICS: a config dir of its own (its own audit.db).
 VARIANTS=()
@@ -45,10 +39,6 @@ if [ -n "${SLUICE_TEST_POSTGRES_URL:-}" ]; then
     variant "metrics on, audit PostgreSQL" "url = \"$SLUICE_TEST_POSTGRES_URL\"" true
 fi
 
-run() {
-    local scenario="$1" path="$2"; shift 2
-    "$BENCH" --json "$@" | "$PY" -c 'import json,sys; r=json.loads(sys.stdin.read()); r["scenario"]=sys.argv[1]; r["path"]=sys.argv[2]; print(json.dumps(r))' "$scenario" "$path" >>"$RESULTS"
-}
 
 echo "== 7. operations overhead: stdio echo" >&2
 for c in 1 16; do

@@ -12,15 +12,9 @@
 #                                                           # (scenarios 1-3), for before/after
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
-ROUNDS="${1:-5}"; REQUESTS="${2:-20000}"
-export PEERS="${PEERS:-$PWD/.peers}"
-PY="$PEERS/venv/bin/python"; [ -x "$PY" ] || PY=python3
-cargo build --release --locked -q --bin sluice --bin sluice-fixture --bin sluice-bench
-OUT=target/bench; mkdir -p "$OUT"; RESULTS="$OUT/results.jsonl"; : >"$RESULTS"
-BENCH="$PWD/target/release/sluice-bench"; FIX="$PWD/target/release/sluice-fixture"; SLUICE="$PWD/target/release/sluice"
-DIR="$(mktemp -d)"; PIDS=()
-cleanup() { for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null || true; done; wait 2>/dev/null || true; rm -rf "$DIR"; }
-trap cleanup EXIT
+RESULTS_FILE=results.jsonl
+# shellcheck source=scripts/bench-lib.sh
+source scripts/bench-lib.sh "$@"
 
 # sluice in front of the fixture, over stdio (`stdio.toml`) or in front of
 # the fixture's own HTTP server (`http.toml`, written once it listens).
@@ -49,12 +43,6 @@ start() {
     for _ in $(seq 200); do grep -q "listening on" "$log" && break; sleep 0.05; done
     URL="$(grep -o 'http://[^ ]*/mcp' "$log" | head -1)"
     [ -n "$URL" ] || { echo "bench: $* did not start" >&2; cat "$log" >&2; exit 1; }
-}
-
-# run SCENARIO PATH ARGS...: one sluice-bench run, tagged, appended to RESULTS.
-run() {
-    local scenario="$1" path="$2"; shift 2
-    "$BENCH" --json "$@" | "$PY" -c 'import json,sys; r=json.loads(sys.stdin.read()); r["scenario"]=sys.argv[1]; r["path"]=sys.argv[2]; print(json.dumps(r))' "$scenario" "$path" >>"$RESULTS"
 }
 
 echo "== 1. stdio client -> sluice (stdio) -> stdio upstream, small echo" >&2

@@ -245,14 +245,7 @@ async fn a_legacy_session_lives_from_initialize_to_delete() {
         .await;
     assert_eq!(resp.status(), 400);
     // The GET stream opens.
-    let get = s
-        .client
-        .get(&s.url)
-        .header("accept", "text/event-stream")
-        .header("mcp-session-id", &session)
-        .send()
-        .await
-        .unwrap();
+    let get = s.open_stream(&session, &[]).await;
     assert_eq!(get.status(), 200);
     drop(get);
     // DELETE ends it; then the id is unknown.
@@ -312,14 +305,7 @@ async fn list_changed_reaches_the_legacy_get_stream() {
             &h,
         )
         .await;
-    let get = s
-        .client
-        .get(&s.url)
-        .header("accept", "text/event-stream")
-        .header("mcp-session-id", &session)
-        .send()
-        .await
-        .unwrap();
+    let get = s.open_stream(&session, &[]).await;
     let call = json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {"name": "fx__add_tool", "arguments": {}}});
     assert!(body(s.post(&call, &h).await).await.get("result").is_some());
     let mut stream = get.bytes_stream();
@@ -656,14 +642,7 @@ async fn resource_subscriptions_are_shared_counted_released_and_renewed() {
     );
 
     // An update reaches a subscribed session's GET stream.
-    let get = s
-        .client
-        .get(&s.url)
-        .header("accept", "text/event-stream")
-        .header("mcp-session-id", &b)
-        .send()
-        .await
-        .unwrap();
+    let get = s.open_stream(&b, &[]).await;
     let mut b_events = SseReader::new(get);
     let r = body(
         s.post(

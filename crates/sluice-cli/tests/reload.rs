@@ -142,14 +142,7 @@ async fn an_edited_config_swaps_upstreams_under_live_clients_and_a_bad_edit_is_r
     let b_pid = child_with(sluice_pid, "legacy");
 
     let session = open_session(&s).await;
-    let get = s
-        .client
-        .get(&s.url)
-        .header("accept", "text/event-stream")
-        .header("mcp-session-id", &session)
-        .send()
-        .await
-        .unwrap();
+    let get = s.open_stream(&session, &[]).await;
     assert_eq!(get.status(), 200);
     let mut stream = SseReader::new(get);
     assert_eq!(all_tools(&s, Some(&session)).await, tools_of(&["a", "b"]));

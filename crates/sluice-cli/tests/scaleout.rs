@@ -74,17 +74,6 @@ async fn status_of(s: &HttpSluice, who: (&str, &str), session: &str) -> u16 {
         .as_u16()
 }
 
-async fn get_stream(s: &HttpSluice, who: (&str, &str), session: &str) -> reqwest::Response {
-    s.client
-        .get(&s.url)
-        .header("accept", "text/event-stream")
-        .header(who.0, who.1)
-        .header("mcp-session-id", session)
-        .send()
-        .await
-        .unwrap()
-}
-
 async fn delete(s: &HttpSluice, who: (&str, &str), session: &str) -> u16 {
     s.client
         .delete(&s.url)
@@ -144,11 +133,11 @@ async fn a_legacy_session_opened_on_one_replica_goes_on_on_another() {
     // Another principal holding the id gets 404 on either replica (S-18).
     for s in [&a, &b] {
         assert_eq!(status_of(s, BOB, &session).await, 404);
-        assert_eq!(get_stream(s, BOB, &session).await.status(), 404);
+        assert_eq!(s.open_stream(&session, &[BOB]).await.status(), 404);
         assert_eq!(delete(s, BOB, &session).await, 404);
     }
     // alice opens the notification stream on B too.
-    assert_eq!(get_stream(&b, ALICE, &session).await.status(), 200);
+    assert_eq!(b.open_stream(&session, &[ALICE]).await.status(), 200);
 
     // DELETE ends the session on the replica that receives it; the other
     // keeps serving it until it idles out (documented: ids cannot be
@@ -179,7 +168,8 @@ async fn tampered_truncated_foreign_and_expired_ids_are_unknown_sessions() {
     }
     assert_eq!(status_of(&other_deployment, ALICE, &session).await, 404);
     assert_eq!(
-        get_stream(&other_deployment, ALICE, &session)
+        other_deployment
+            .open_stream(&session, &[ALICE])
             .await
             .status(),
         404

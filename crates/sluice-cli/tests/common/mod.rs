@@ -324,6 +324,20 @@ impl HttpSluice {
         req.body(body.to_string()).send().await.unwrap()
     }
 
+    /// Opens the GET notification stream of a legacy session, with extra
+    /// headers (a token).
+    pub async fn open_stream(&self, session: &str, headers: &[(&str, &str)]) -> reqwest::Response {
+        let mut req = self
+            .client
+            .get(&self.url)
+            .header("accept", "text/event-stream")
+            .header("mcp-session-id", session);
+        for (k, v) in headers {
+            req = req.header(*k, *v);
+        }
+        req.send().await.unwrap()
+    }
+
     /// Polls `/health` until `check` holds (bounded).
     pub async fn wait_health(&self, check: impl Fn(&Value) -> bool) -> Value {
         for _ in 0..150 {
