@@ -16,20 +16,20 @@ use std::collections::HashSet;
 
 use serde_json::Value;
 
-use crate::catalog::UpstreamCatalog;
 use crate::jsonrpc;
+pub use crate::method::ListKind;
 
-/// The four paginated MCP lists (ordered as sluice reads them).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub enum ListKind {
-    /// `tools/list`, entries keyed by `name`.
-    Tools,
-    /// `resources/list`, entries keyed by `uri`.
-    Resources,
-    /// `resources/templates/list`, entries keyed by `uriTemplate`.
-    ResourceTemplates,
-    /// `prompts/list`, entries keyed by `name`.
-    Prompts,
+/// Everything one upstream lists, each list in upstream order.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct UpstreamCatalog {
+    /// `tools/list` entries.
+    pub tools: Vec<Value>,
+    /// `resources/list` entries.
+    pub resources: Vec<Value>,
+    /// `resources/templates/list` entries.
+    pub resource_templates: Vec<Value>,
+    /// `prompts/list` entries.
+    pub prompts: Vec<Value>,
 }
 
 /// Caps on one walk. The time cap is the shell's deadline: it calls
@@ -141,58 +141,27 @@ pub struct Walk {
     finished: bool,
 }
 
-// === impl ListKind ===
+// === impl UpstreamCatalog ===
 
-impl ListKind {
-    /// All four, in the order sluice reads them.
-    pub const ALL: [ListKind; 4] = [
-        ListKind::Tools,
-        ListKind::Resources,
-        ListKind::ResourceTemplates,
-        ListKind::Prompts,
-    ];
-
-    /// The JSON-RPC method.
-    pub fn method(self) -> &'static str {
-        match self {
-            ListKind::Tools => "tools/list",
-            ListKind::Resources => "resources/list",
-            ListKind::ResourceTemplates => "resources/templates/list",
-            ListKind::Prompts => "prompts/list",
+impl UpstreamCatalog {
+    /// The list of one kind.
+    pub fn list(&self, kind: ListKind) -> &[Value] {
+        match kind {
+            ListKind::Tools => &self.tools,
+            ListKind::Resources => &self.resources,
+            ListKind::ResourceTemplates => &self.resource_templates,
+            ListKind::Prompts => &self.prompts,
         }
     }
 
-    /// The result field holding the entries.
-    pub fn field(self) -> &'static str {
-        match self {
-            ListKind::Tools => "tools",
-            ListKind::Resources => "resources",
-            ListKind::ResourceTemplates => "resourceTemplates",
-            ListKind::Prompts => "prompts",
+    /// The list of one kind, to fill.
+    pub fn list_mut(&mut self, kind: ListKind) -> &mut Vec<Value> {
+        match kind {
+            ListKind::Tools => &mut self.tools,
+            ListKind::Resources => &mut self.resources,
+            ListKind::ResourceTemplates => &mut self.resource_templates,
+            ListKind::Prompts => &mut self.prompts,
         }
-    }
-
-    /// The entry field that identifies an entry.
-    pub fn key(self) -> &'static str {
-        match self {
-            ListKind::Tools | ListKind::Prompts => "name",
-            ListKind::Resources => "uri",
-            ListKind::ResourceTemplates => "uriTemplate",
-        }
-    }
-
-    /// The server capability that offers this list.
-    pub fn capability(self) -> &'static str {
-        match self {
-            ListKind::Tools => "tools",
-            ListKind::Resources | ListKind::ResourceTemplates => "resources",
-            ListKind::Prompts => "prompts",
-        }
-    }
-
-    /// The list a method reads, if it is one of the four.
-    pub fn from_method(method: &str) -> Option<ListKind> {
-        ListKind::ALL.into_iter().find(|k| k.method() == method)
     }
 }
 

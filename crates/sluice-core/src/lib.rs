@@ -12,8 +12,13 @@
 //! - [`jsonrpc`]: the JSON-RPC 2.0 envelope over `serde_json::Value`, so that
 //!   unknown fields, unknown content types, big numbers and `_meta` pass
 //!   through untouched (DESIGN decision 1).
+//! - [`method`]: the MCP methods sluice knows, parsed once, and what each
+//!   is to sluice (its list, its target field, whether it is audited or
+//!   may pause for input).
 //! - [`protocol`]: the two protocol eras, version negotiation and the shaping
 //!   of results for the era of the client that reads them.
+//! - [`policy`]: the decisions on each request, and [`policy::Denied`],
+//!   every refusal as one type converted once at each transport's edge.
 //! - [`config`]: `sluice.toml` and `mcp.json`, validated with one diagnostic
 //!   per problem.
 //! - [`access`]: who may do what: the claims a verified token must carry,
@@ -76,8 +81,10 @@ pub mod elicitation;
 pub mod envelope;
 pub mod headers;
 pub mod jsonrpc;
+pub mod method;
 pub mod naming;
 pub mod outbound;
+pub mod policy;
 pub mod progressive;
 pub mod protocol;
 pub mod request_state;

@@ -26,25 +26,13 @@ use std::collections::HashMap;
 
 use serde_json::Value;
 
-use crate::discovery::ListKind;
+pub use crate::discovery::UpstreamCatalog;
+use crate::method::ListKind;
 use crate::naming::Naming;
 use drift::{DriftKind, Withheld};
 
 /// The longest URI matched against templates.
 const MAX_MATCHED_URI: usize = 2048;
-
-/// Everything one upstream lists, each list in upstream order.
-#[derive(Debug, Clone, Default, PartialEq)]
-pub struct UpstreamCatalog {
-    /// `tools/list` entries.
-    pub tools: Vec<Value>,
-    /// `resources/list` entries.
-    pub resources: Vec<Value>,
-    /// `resources/templates/list` entries.
-    pub resource_templates: Vec<Value>,
-    /// `prompts/list` entries.
-    pub prompts: Vec<Value>,
-}
 
 /// Where a namespaced tool or prompt goes.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -94,30 +82,6 @@ pub struct WithheldRoute {
     pub upstream: String,
     /// How the entry drifted.
     pub drift: DriftKind,
-}
-
-// === impl UpstreamCatalog ===
-
-impl UpstreamCatalog {
-    /// The list of one kind.
-    pub fn list(&self, kind: ListKind) -> &[Value] {
-        match kind {
-            ListKind::Tools => &self.tools,
-            ListKind::Resources => &self.resources,
-            ListKind::ResourceTemplates => &self.resource_templates,
-            ListKind::Prompts => &self.prompts,
-        }
-    }
-
-    /// The list of one kind, to fill.
-    pub fn list_mut(&mut self, kind: ListKind) -> &mut Vec<Value> {
-        match kind {
-            ListKind::Tools => &mut self.tools,
-            ListKind::Resources => &mut self.resources,
-            ListKind::ResourceTemplates => &mut self.resource_templates,
-            ListKind::Prompts => &mut self.prompts,
-        }
-    }
 }
 
 // === impl Federation ===

@@ -1,0 +1,467 @@
+//! [`Denied`]: every way a request can end without the upstream's own
+//! answer, as one type.
+//!
+//! Each variant knows its JSON-RPC error (code, message, data), its HTTP
+//! status, and the [`Decision`] the audit log and the metrics record. The
+//! shell builds a `Denied` where it learns of the failure and converts it
+//! exactly once, at the transport's edge ([`Denied::into_answer`],
+//! [`Denied::http_status`]); nothing is rebuilt from an error code on the
+//! way (an upstream that sends `-32011` gets no 429).
+//!
+//! sluice's own codes live in `-32000..-32019`:
+//!
+//! | code     | meaning                                                        |
+//! |----------|----------------------------------------------------------------|
+//! | `-32001` | the upstream is not available (starting, failed, restarting), or has no complete catalog yet |
+//! | `-32003` | the upstream did not answer within `server.request_timeout`    |
+//! | `-32004` | the upstream's connection was lost during the request          |
+//! | `-32005` | the upstream sent an answer that is not valid JSON-RPC         |
+//! | `-32007` | a mutation-capable call's answer exceeded the transport ceiling: its outcome could not be relayed |
+//! | `-32010` | the entry is withheld: it drifted from `sluice.lock` (`on_drift = "block"`) |
+//! | `-32011` | over the caller's rate limit (`data.retryAfterMs`)             |
+//! | `-32012` | the caller lacks a scope the call needs (`data.requiredScopes`) |
+//!
+//! Errors the upstream itself returns pass through unchanged
+//! ([`UpstreamFailure::Rpc`]), apart from the era translation of `-32002`
+//! (`protocol::shape_error`).
+
+use std::time::Duration;
+
+use serde_json::{Value, json};
+
+use crate::audit::Decision;
+use crate::boundary::budget::{self, Surface};
+use crate::catalog::drift::DriftKind;
+use crate::jsonrpc::{self, RpcError};
+use crate::method::ListKind;
+use crate::protocol::{self, Era};
+
+/// The upstream is not available.
+pub const UPSTREAM_UNAVAILABLE: i64 = -32001;
+/// The upstream did not answer in time.
+pub const UPSTREAM_TIMEOUT: i64 = -32003;
+/// The upstream's connection was lost during the request.
+pub const UPSTREAM_LOST: i64 = -32004;
+/// The upstream's answer was not valid JSON-RPC.
+pub const UPSTREAM_PROTOCOL: i64 = -32005;
+/// The upstream's answer exceeded the transport ceiling and was discarded.
+pub const ANSWER_TOO_LARGE: i64 = -32007;
+/// A call to an entry withheld because it drifted from `sluice.lock`.
+pub const DRIFT_BLOCKED: i64 = -32010;
+/// A tool call over its principal's rate limit (S-24).
+pub const RATE_LIMITED: i64 = -32011;
+/// A call whose principal lacks a scope it needs (S-20).
+pub const INSUFFICIENT_SCOPE: i64 = -32012;
+
+/// HTTP statuses a refusal can carry.
+pub mod status {
+    /// The JSON-RPC answer carries the error.
+    pub const OK: u16 = 200;
+    /// Malformed request or headers.
+    pub const BAD_REQUEST: u16 = 400;
+    /// No or bad credentials.
+    pub const UNAUTHORIZED: u16 = 401;
+    /// Not allowed for this caller or origin.
+    pub const FORBIDDEN: u16 = 403;
+    /// Unknown session, or (2026-07-28) unknown method.
+    pub const NOT_FOUND: u16 = 404;
+    /// Over the rate limit.
+    pub const TOO_MANY_REQUESTS: u16 = 429;
+    /// Too many or too large header fields.
+    pub const HEADER_FIELDS_TOO_LARGE: u16 = 431;
+    /// The gateway cannot take the request now.
+    pub const SERVICE_UNAVAILABLE: u16 = 503;
+}
+
+/// Why a request to an upstream did not produce the upstream's own answer,
+/// or the upstream's own error.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum UpstreamFailure {
+    /// Not connected: starting, failed or restarting.
+    #[error("upstream {upstream:?} is not available ({state})")]
+    Unavailable {
+        /// The upstream's name.
+        upstream: String,
+        /// Its state, in words.
+        state: &'static str,
+    },
+    /// No answer within the request timeout.
+    #[error("upstream {upstream:?} did not answer within {after:?}")]
+    Timeout {
+        /// The upstream's name.
+        upstream: String,
+        /// The timeout that passed.
+        after: Duration,
+    },
+    /// The connection ended before the answer came.
+    #[error("upstream {upstream:?} connection was lost during the request")]
+    Lost {
+        /// The upstream's name.
+        upstream: String,
+    },
+    /// The answer could not be read as JSON-RPC.
+    #[error("upstream {upstream:?} sent a malformed answer: {detail}")]
+    Protocol {
+        /// The upstream's name.
+        upstream: String,
+        /// What was wrong, in fixed words.
+        detail: &'static str,
+    },
+    /// The answer was larger than the transport ceiling; it was discarded
+    /// unread (a read gets the read budget's refusal instead, see
+    /// `policy::answer`).
+    #[error(
+        "upstream {upstream:?} answered with a message larger than transport_max_message_bytes; it was discarded, so the outcome of this call could not be relayed (it may have taken effect)"
+    )]
+    TooLarge {
+        /// The upstream's name.
+        upstream: String,
+    },
+    /// The upstream answered with a JSON-RPC error.
+    #[error("upstream error: {0}")]
+    Rpc(RpcError),
+}
+
+/// sluice's refusal of a request, or the failure of the upstream it went
+/// to: what the client gets instead of a result.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum Denied {
+    // --- the request itself ---
+    /// The body is not JSON.
+    #[error("Parse error")]
+    ParseError,
+    /// JSON, but not a JSON-RPC message sluice can take.
+    #[error("{0}")]
+    InvalidMessage(String),
+    /// A method sluice does not serve (or not in this era).
+    #[error("Method not found: {0}")]
+    MethodNotFound(String),
+    /// Params that are missing or malformed.
+    #[error("{0}")]
+    InvalidParams(String),
+    /// An error `protocol` judged in the request's `_meta`, as it gave it.
+    #[error("{}", .0.message)]
+    Protocol(RpcError),
+
+    // --- the HTTP transport (admission) ---
+    /// More header fields, or header bytes, than sluice reads.
+    #[error("Request Header Fields Too Large: at most {max_headers} headers and {max_bytes} bytes")]
+    HeadersTooLarge {
+        /// The most header fields.
+        max_headers: usize,
+        /// The most header bytes.
+        max_bytes: usize,
+    },
+    /// A foreign `Origin`, or a foreign `Host` on loopback (S-22).
+    #[error("Forbidden: {0} is not allowed")]
+    Forbidden(&'static str),
+    /// A 2026-07-28 header that contradicts the body, or is missing.
+    #[error("{0}")]
+    HeaderMismatch(String),
+    /// A legacy request with an `MCP-Protocol-Version` sluice does not speak.
+    #[error("Unsupported MCP-Protocol-Version: {0:?}")]
+    UnsupportedVersionHeader(String),
+    /// A legacy request without a session id.
+    #[error(
+        "Bad Request: no Mcp-Session-Id; send initialize first, or a 2026-07-28 request with _meta"
+    )]
+    NoSession,
+    /// A response from the client without the session it answers in.
+    #[error("a response needs the Mcp-Session-Id it answers in")]
+    ResponseWithoutSession,
+    /// A session id sluice does not hold, or that ended.
+    #[error("Session not found: initialize again")]
+    SessionNotFound,
+    /// `server.max_sessions` are open.
+    #[error("too many open sessions; try again later")]
+    TooManySessions,
+
+    // --- routing and approval ---
+    /// No entry of this name or URI.
+    #[error("Unknown {}: {name}", kind.noun())]
+    UnknownEntry {
+        /// Which list it would be in.
+        kind: ListKind,
+        /// What the client asked for.
+        name: String,
+    },
+    /// A resource URI no approved entry or template covers, or that no
+    /// upstream could be found for.
+    #[error("Resource not found")]
+    ResourceNotFound {
+        /// The URI the client asked for.
+        uri: String,
+    },
+    /// The entry drifted from `sluice.lock` and is withheld.
+    #[error(
+        "{} {name:?} is blocked: {}. Review the drift with `sluice check`; approve it with `sluice lock`",
+        kind.noun(),
+        drift_reason(*drift)
+    )]
+    DriftBlocked {
+        /// Which list it is in.
+        kind: ListKind,
+        /// What the client asked for.
+        name: String,
+        /// The upstream that lists it.
+        upstream: String,
+        /// How it drifted.
+        drift: DriftKind,
+    },
+    /// The name is in the namespace of an upstream whose catalog was never
+    /// read to its end: nothing of it is served yet.
+    #[error(
+        "upstream {upstream:?} has no complete catalog yet: its tools and prompts are not served until a read of its lists finishes (see /health)"
+    )]
+    CatalogPending {
+        /// The upstream.
+        upstream: String,
+    },
+    /// A route names an upstream that is not running (a reload removed it).
+    #[error("no upstream named {0:?}")]
+    NoSuchUpstream(String),
+
+    // --- admission of the call ---
+    /// The caller lacks these scopes (S-20).
+    #[error("insufficient scope: calling {target:?} needs the scope(s) {}", required.join(" "))]
+    InsufficientScope {
+        /// What was called, as the client named it.
+        target: String,
+        /// The scopes the call needs.
+        required: Vec<String>,
+    },
+    /// Over the caller's rate limit (S-24).
+    #[error("rate limited: too many calls of {tool:?}; retry in {} ms", retry_after_ms(*retry_after))]
+    RateLimited {
+        /// The tool, as the client named it.
+        tool: String,
+        /// When the next call would pass.
+        retry_after: Duration,
+    },
+
+    // --- the answer ---
+    /// A read larger than its read budget, withheld whole. A tool's
+    /// refusal is an `isError` result, not an error.
+    #[error("The result was withheld whole: it is larger than the read budget")]
+    ReadTooLarge {
+        /// What was read.
+        surface: Surface,
+        /// The budget that applied.
+        limit: usize,
+    },
+    /// The upstream did not give its answer, or answered with an error.
+    #[error("{0}")]
+    Upstream(UpstreamFailure),
+    /// An elicitation asking for sensitive data (S-27).
+    #[error(
+        "sluice refused an elicitation that asks for sensitive data (a credential, payment or identity field); collect secrets through configuration or URL-mode elicitation"
+    )]
+    SensitiveElicitation,
+    /// The upstream kept asking for input.
+    #[error("the upstream asked for input more than {0} times")]
+    TooManyRounds(usize),
+    /// The upstream asked the client something the client cannot answer
+    /// (it did not declare the capability, or takes no requests).
+    #[error("the upstream needs {0:?} from the client, which did not declare it")]
+    ClientLacksCapability(String),
+    /// What an upstream's question gets when the client cannot be asked.
+    #[error("the client cannot answer {0} through sluice")]
+    ClientCannotAnswer(String),
+    /// The client answered a relayed question with an error.
+    #[error("{}", .0.message)]
+    ClientError(RpcError),
+    /// The client went away while sluice waited for its answer.
+    #[error("the client is gone")]
+    ClientGone,
+    /// The client did not answer a relayed question in time.
+    #[error("the client did not answer {0} in time")]
+    ClientTimeout(String),
+    /// The forwarding task ended without an answer (it panicked).
+    #[error("the forwarded call ended without an answer")]
+    ForwardLost,
+}
+
+fn drift_reason(drift: DriftKind) -> &'static str {
+    match drift {
+        DriftKind::Changed => "its definition changed since it was approved in sluice.lock",
+        DriftKind::Added => "it is not approved in sluice.lock",
+        DriftKind::Removed => "its upstream no longer lists it",
+    }
+}
+
+fn retry_after_ms(wait: Duration) -> u64 {
+    u64::try_from(wait.as_millis()).unwrap_or(u64::MAX).max(1)
+}
+
+// === impl UpstreamFailure ===
+
+impl UpstreamFailure {
+    /// The JSON-RPC error a client receives.
+    pub fn to_rpc(&self) -> RpcError {
+        let (code, upstream) = match self {
+            UpstreamFailure::Rpc(e) => return e.clone(),
+            UpstreamFailure::Unavailable { upstream, .. } => (UPSTREAM_UNAVAILABLE, upstream),
+            UpstreamFailure::Timeout { upstream, .. } => (UPSTREAM_TIMEOUT, upstream),
+            UpstreamFailure::Lost { upstream } => (UPSTREAM_LOST, upstream),
+            UpstreamFailure::Protocol { upstream, .. } => (UPSTREAM_PROTOCOL, upstream),
+            UpstreamFailure::TooLarge { upstream } => (ANSWER_TOO_LARGE, upstream),
+        };
+        RpcError::new(code, self.to_string()).with_data(json!({"upstream": upstream}))
+    }
+
+    /// What the audit log records.
+    pub fn decision(&self) -> Decision {
+        match self {
+            UpstreamFailure::Timeout { .. } => Decision::Timeout,
+            _ => Decision::UpstreamError,
+        }
+    }
+}
+
+// === impl Denied ===
+
+impl Denied {
+    /// Invalid params, in words.
+    pub fn invalid_params(message: impl Into<String>) -> Denied {
+        Denied::InvalidParams(message.into())
+    }
+
+    /// What the client gets, converted once: a JSON-RPC error, or for a
+    /// read-only tool's oversized result the fixed `isError` refusal.
+    pub fn into_answer(self) -> Result<Value, RpcError> {
+        match self {
+            Denied::ReadTooLarge {
+                surface: Surface::Tool,
+                limit,
+            } => Ok(budget::tool_refusal(limit)),
+            other => Err(other.to_rpc()),
+        }
+    }
+
+    /// The JSON-RPC error (for a tool's read refusal, the error a resource
+    /// read would get; see [`Denied::into_answer`]).
+    pub fn to_rpc(&self) -> RpcError {
+        let message = self.to_string();
+        match self {
+            Denied::ParseError => RpcError::new(jsonrpc::PARSE_ERROR, message),
+            Denied::MethodNotFound(_) | Denied::ClientCannotAnswer(_) => {
+                RpcError::new(jsonrpc::METHOD_NOT_FOUND, message)
+            }
+            Denied::InvalidParams(_)
+            | Denied::UnknownEntry { .. }
+            | Denied::SensitiveElicitation => RpcError::new(jsonrpc::INVALID_PARAMS, message),
+            Denied::Protocol(e) | Denied::ClientError(e) => e.clone(),
+            Denied::InvalidMessage(_)
+            | Denied::HeadersTooLarge { .. }
+            | Denied::Forbidden(_)
+            | Denied::NoSession
+            | Denied::ResponseWithoutSession
+            | Denied::SessionNotFound => RpcError::new(jsonrpc::INVALID_REQUEST, message),
+            Denied::UnsupportedVersionHeader(_) => RpcError::new(jsonrpc::INVALID_REQUEST, message)
+                .with_data(json!({"supported": protocol::supported_versions()})),
+            Denied::HeaderMismatch(_) => RpcError::new(jsonrpc::HEADER_MISMATCH, message),
+            Denied::TooManySessions
+            | Denied::NoSuchUpstream(_)
+            | Denied::TooManyRounds(_)
+            | Denied::ClientLacksCapability(_)
+            | Denied::ClientGone
+            | Denied::ClientTimeout(_)
+            | Denied::ForwardLost => RpcError::new(jsonrpc::INTERNAL_ERROR, message),
+            Denied::ResourceNotFound { uri } => {
+                RpcError::new(jsonrpc::LEGACY_RESOURCE_NOT_FOUND, message)
+                    .with_data(json!({"uri": uri}))
+            }
+            Denied::DriftBlocked {
+                upstream, drift, ..
+            } => RpcError::new(DRIFT_BLOCKED, message)
+                .with_data(json!({"upstream": upstream, "drift": drift.as_str()})),
+            Denied::CatalogPending { upstream } => RpcError::new(UPSTREAM_UNAVAILABLE, message)
+                .with_data(json!({"upstream": upstream})),
+            Denied::InsufficientScope { required, .. } => {
+                RpcError::new(INSUFFICIENT_SCOPE, message)
+                    .with_data(json!({"requiredScopes": required}))
+            }
+            Denied::RateLimited { retry_after, .. } => RpcError::new(RATE_LIMITED, message)
+                .with_data(json!({"retryAfterMs": retry_after_ms(*retry_after)})),
+            Denied::ReadTooLarge { surface, limit } => budget::read_refusal(*limit, *surface),
+            Denied::Upstream(failure) => failure.to_rpc(),
+        }
+    }
+
+    /// The HTTP status of an answer that carries this refusal. Only
+    /// sluice's own refusals give 429 and 403, never an error code an
+    /// upstream sent; a 2026-07-28 client also learns an unknown method
+    /// (404) or a missing capability (400) from the status.
+    pub fn http_status(&self, era: Era) -> u16 {
+        match self {
+            Denied::ParseError
+            | Denied::InvalidMessage(_)
+            | Denied::Protocol(_)
+            | Denied::HeaderMismatch(_)
+            | Denied::UnsupportedVersionHeader(_)
+            | Denied::NoSession
+            | Denied::ResponseWithoutSession => status::BAD_REQUEST,
+            Denied::HeadersTooLarge { .. } => status::HEADER_FIELDS_TOO_LARGE,
+            Denied::Forbidden(_) | Denied::InsufficientScope { .. } => status::FORBIDDEN,
+            Denied::SessionNotFound => status::NOT_FOUND,
+            Denied::TooManySessions => status::SERVICE_UNAVAILABLE,
+            Denied::RateLimited { .. } => status::TOO_MANY_REQUESTS,
+            Denied::ReadTooLarge {
+                surface: Surface::Tool,
+                ..
+            } => status::OK,
+            other if era == Era::Modern => match other.to_rpc().code {
+                jsonrpc::METHOD_NOT_FOUND => status::NOT_FOUND,
+                jsonrpc::MISSING_CLIENT_CAPABILITY => status::BAD_REQUEST,
+                _ => status::OK,
+            },
+            _ => status::OK,
+        }
+    }
+
+    /// Seconds for `Retry-After` (rounded up, at least 1), for a rate
+    /// limit.
+    pub fn retry_after_secs(&self) -> Option<u64> {
+        match self {
+            Denied::RateLimited { retry_after, .. } => {
+                let secs = retry_after.as_secs() + u64::from(retry_after.subsec_nanos() > 0);
+                Some(secs.max(1))
+            }
+            _ => None,
+        }
+    }
+
+    /// The scopes a `WWW-Authenticate` challenge must name, for a scope
+    /// refusal.
+    pub fn required_scopes(&self) -> Option<&[String]> {
+        match self {
+            Denied::InsufficientScope { required, .. } => Some(required),
+            _ => None,
+        }
+    }
+
+    /// What the audit log and the metrics record for it.
+    pub fn decision(&self) -> Decision {
+        match self {
+            Denied::DriftBlocked { .. } => Decision::BlockedDrift,
+            Denied::RateLimited { .. } => Decision::RateLimited,
+            Denied::InsufficientScope { .. } => Decision::RefusedScope,
+            Denied::SensitiveElicitation => Decision::RefusedElicitation,
+            Denied::ReadTooLarge { .. } => Decision::RefusedSize,
+            Denied::Upstream(failure) => failure.decision(),
+            // Refused before routing, or in a way no step claims: an
+            // unknown name, bad params, a question the client could not
+            // answer.
+            _ => Decision::Invalid,
+        }
+    }
+}
+
+impl From<UpstreamFailure> for Denied {
+    fn from(failure: UpstreamFailure) -> Denied {
+        Denied::Upstream(failure)
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,273 @@
+use super::*;
+
+fn up() -> String {
+    "git".to_owned()
+}
+
+#[test]
+fn each_upstream_failure_has_its_own_code_and_names_the_upstream() {
+    let cases = [
+        (
+            UpstreamFailure::Unavailable {
+                upstream: up(),
+                state: "restarting",
+            },
+            UPSTREAM_UNAVAILABLE,
+        ),
+        (
+            UpstreamFailure::Timeout {
+                upstream: up(),
+                after: Duration::from_secs(60),
+            },
+            UPSTREAM_TIMEOUT,
+        ),
+        (UpstreamFailure::Lost { upstream: up() }, UPSTREAM_LOST),
+        (
+            UpstreamFailure::Protocol {
+                upstream: up(),
+                detail: "not JSON",
+            },
+            UPSTREAM_PROTOCOL,
+        ),
+        (
+            UpstreamFailure::TooLarge { upstream: up() },
+            ANSWER_TOO_LARGE,
+        ),
+    ];
+    let mut codes = Vec::new();
+    for (failure, code) in cases {
+        let rpc = failure.to_rpc();
+        assert_eq!(rpc.code, code);
+        assert!((-32019..=-32000).contains(&rpc.code));
+        assert_eq!(rpc.data, Some(json!({"upstream": "git"})));
+        assert!(rpc.message.contains("\"git\""), "{}", rpc.message);
+        codes.push(code);
+    }
+    codes.dedup();
+    assert_eq!(codes.len(), 5);
+    let passthrough = RpcError::new(-32602, "Unknown tool");
+    assert_eq!(
+        UpstreamFailure::Rpc(passthrough.clone()).to_rpc(),
+        passthrough
+    );
+}
+
+/// Every refusal: its code, HTTP status (legacy, modern) and decision.
+#[test]
+fn the_refusal_table() {
+    let rows: Vec<(Denied, i64, u16, u16, Decision)> = vec![
+        (Denied::ParseError, -32700, 400, 400, Decision::Invalid),
+        (
+            Denied::MethodNotFound("x/y".into()),
+            -32601,
+            200,
+            404,
+            Decision::Invalid,
+        ),
+        (
+            Denied::invalid_params("bad"),
+            -32602,
+            200,
+            200,
+            Decision::Invalid,
+        ),
+        (
+            Denied::UnknownEntry {
+                kind: ListKind::Tools,
+                name: "a__b".into(),
+            },
+            -32602,
+            200,
+            200,
+            Decision::Invalid,
+        ),
+        (
+            Denied::DriftBlocked {
+                kind: ListKind::Prompts,
+                name: "a__p".into(),
+                upstream: up(),
+                drift: DriftKind::Changed,
+            },
+            DRIFT_BLOCKED,
+            200,
+            200,
+            Decision::BlockedDrift,
+        ),
+        (
+            Denied::RateLimited {
+                tool: "a__t".into(),
+                retry_after: Duration::from_millis(1500),
+            },
+            RATE_LIMITED,
+            429,
+            429,
+            Decision::RateLimited,
+        ),
+        (
+            Denied::InsufficientScope {
+                target: "a__t".into(),
+                required: vec!["write".into()],
+            },
+            INSUFFICIENT_SCOPE,
+            403,
+            403,
+            Decision::RefusedScope,
+        ),
+        (
+            Denied::ReadTooLarge {
+                surface: Surface::Resource,
+                limit: 65_536,
+            },
+            -32602,
+            200,
+            200,
+            Decision::RefusedSize,
+        ),
+        (
+            Denied::SensitiveElicitation,
+            -32602,
+            200,
+            200,
+            Decision::RefusedElicitation,
+        ),
+        (
+            Denied::Upstream(UpstreamFailure::Timeout {
+                upstream: up(),
+                after: Duration::from_secs(1),
+            }),
+            UPSTREAM_TIMEOUT,
+            200,
+            200,
+            Decision::Timeout,
+        ),
+        (
+            Denied::Upstream(UpstreamFailure::Rpc(RpcError::method_not_found("x"))),
+            -32601,
+            200,
+            404,
+            Decision::UpstreamError,
+        ),
+        (
+            Denied::ResourceNotFound {
+                uri: "a://b".into(),
+            },
+            -32002,
+            200,
+            200,
+            Decision::Invalid,
+        ),
+        (Denied::SessionNotFound, -32600, 404, 404, Decision::Invalid),
+        (Denied::TooManySessions, -32603, 503, 503, Decision::Invalid),
+        (
+            Denied::Forbidden("this Origin"),
+            -32600,
+            403,
+            403,
+            Decision::Invalid,
+        ),
+        (
+            Denied::HeadersTooLarge {
+                max_headers: 64,
+                max_bytes: 32_768,
+            },
+            -32600,
+            431,
+            431,
+            Decision::Invalid,
+        ),
+        (
+            Denied::HeaderMismatch("missing Mcp-Method header".into()),
+            -32020,
+            400,
+            400,
+            Decision::Invalid,
+        ),
+    ];
+    for (denied, code, legacy, modern, decision) in rows {
+        assert_eq!(denied.to_rpc().code, code, "{denied:?}");
+        assert_eq!(denied.http_status(Era::Legacy), legacy, "{denied:?}");
+        assert_eq!(denied.http_status(Era::Modern), modern, "{denied:?}");
+        assert_eq!(denied.decision(), decision, "{denied:?}");
+    }
+}
+
+#[test]
+fn the_messages_clients_read() {
+    let drift = Denied::DriftBlocked {
+        kind: ListKind::Tools,
+        name: "git__push".into(),
+        upstream: up(),
+        drift: DriftKind::Added,
+    };
+    assert_eq!(
+        drift.to_string(),
+        "tool \"git__push\" is blocked: it is not approved in sluice.lock. Review the drift with `sluice check`; approve it with `sluice lock`"
+    );
+    assert_eq!(
+        drift.to_rpc().data,
+        Some(json!({"upstream": "git", "drift": "added"}))
+    );
+    let unknown = Denied::UnknownEntry {
+        kind: ListKind::Prompts,
+        name: "nope".into(),
+    };
+    assert_eq!(unknown.to_string(), "Unknown prompt: nope");
+    let limited = Denied::RateLimited {
+        tool: "a__t".into(),
+        retry_after: Duration::from_micros(10),
+    };
+    // Never "retry in 0 ms", never Retry-After: 0.
+    assert!(limited.to_string().ends_with("retry in 1 ms"));
+    assert_eq!(limited.to_rpc().data, Some(json!({"retryAfterMs": 1})));
+    assert_eq!(limited.retry_after_secs(), Some(1));
+    let scope = Denied::InsufficientScope {
+        target: "a__t".into(),
+        required: vec!["read".into(), "write".into()],
+    };
+    assert_eq!(
+        scope.to_string(),
+        "insufficient scope: calling \"a__t\" needs the scope(s) read write"
+    );
+    assert_eq!(
+        scope.required_scopes(),
+        Some(&["read".to_owned(), "write".to_owned()][..])
+    );
+}
+
+#[test]
+fn a_tools_read_refusal_is_a_result_and_a_resources_an_error() {
+    let tool = Denied::ReadTooLarge {
+        surface: Surface::Tool,
+        limit: 65_536,
+    };
+    let result = tool
+        .clone()
+        .into_answer()
+        .expect("a tool's refusal is a result");
+    assert_eq!(result, budget::tool_refusal(65_536));
+    assert_eq!(tool.http_status(Era::Modern), 200);
+    let resource = Denied::ReadTooLarge {
+        surface: Surface::Resource,
+        limit: 65_536,
+    };
+    assert_eq!(
+        resource.into_answer(),
+        Err(budget::read_refusal(65_536, Surface::Resource))
+    );
+}
+
+#[test]
+fn sluices_own_codes_stay_in_their_band() {
+    for code in [
+        UPSTREAM_UNAVAILABLE,
+        UPSTREAM_TIMEOUT,
+        UPSTREAM_LOST,
+        UPSTREAM_PROTOCOL,
+        ANSWER_TOO_LARGE,
+        DRIFT_BLOCKED,
+        RATE_LIMITED,
+        INSUFFICIENT_SCOPE,
+    ] {
+        assert!((-32019..=-32000).contains(&code), "{code}");
+    }
+}
