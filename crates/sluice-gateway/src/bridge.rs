@@ -33,8 +33,8 @@ use tokio::task::JoinHandle;
 use tokio::time::Instant;
 
 use crate::downstream::RequestCtx;
-use crate::rescue::UpstreamError;
 use crate::upstream::{Connection, Related};
+use sluice_core::policy::UpstreamFailure;
 
 /// The methods whose results may be `input_required` (MCP-NOTES §7.3).
 const BRIDGEABLE: [&str; 3] = ["tools/call", "prompts/get", "resources/read"];
@@ -42,7 +42,7 @@ const BRIDGEABLE: [&str; 3] = ["tools/call", "prompts/get", "resources/read"];
 /// One forwarded call in progress.
 pub(crate) struct Flight {
     pub(crate) related: mpsc::Receiver<Related>,
-    pub(crate) done: oneshot::Receiver<Result<Value, UpstreamError>>,
+    pub(crate) done: oneshot::Receiver<Result<Value, UpstreamFailure>>,
     _task: AbortOnDrop,
 }
 

@@ -29,8 +29,8 @@ use tokio_util::codec::{FramedRead, LinesCodec};
 use tokio_util::sync::CancellationToken;
 
 use crate::gateway::{NAME, VERSION};
-use crate::rescue::UpstreamError;
 use crate::upstream::{self, Connection, Related, Settings};
+use sluice_core::policy::UpstreamFailure;
 
 /// The server to examine.
 #[derive(Debug, Clone)]
@@ -272,11 +272,11 @@ async fn request(conn: &Connection, method: &str, params: Value, timeout: Durati
     )
 }
 
-fn outcome(answer: Result<Value, UpstreamError>) -> Outcome {
+fn outcome(answer: Result<Value, UpstreamFailure>) -> Outcome {
     match answer {
         Ok(result) => Outcome::Result(result),
-        Err(UpstreamError::Rpc(e)) => Outcome::Error(error_value(&e)),
-        Err(UpstreamError::TooLarge { .. }) => Outcome::TooLarge,
+        Err(UpstreamFailure::Rpc(e)) => Outcome::Error(error_value(&e)),
+        Err(UpstreamFailure::TooLarge { .. }) => Outcome::TooLarge,
         Err(other) => Outcome::Failed(other.to_string()),
     }
 }

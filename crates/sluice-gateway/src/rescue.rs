@@ -10,7 +10,6 @@
 //! | `-32003` | the upstream did not answer within `server.request_timeout`    |
 //! | `-32004` | the upstream's connection was lost during the request          |
 //! | `-32005` | the upstream sent an answer that is not valid JSON-RPC         |
-//! | `-32006` | the gateway is shutting down                                   |
 //! | `-32007` | a mutation-capable call's answer exceeded the transport ceiling: its outcome could not be relayed |
 //! | `-32010` | the entry is withheld: it drifted from `sluice.lock` (`on_drift = "block"`) |
 //!
@@ -25,26 +24,10 @@ use sluice_core::catalog::WithheldRoute;
 use sluice_core::catalog::drift::DriftKind;
 use sluice_core::jsonrpc::RpcError;
 
-/// The upstream is not available.
-pub const UPSTREAM_UNAVAILABLE: i64 = -32001;
-/// The upstream did not answer in time.
-pub const UPSTREAM_TIMEOUT: i64 = -32003;
-/// The upstream's connection was lost during the request.
-pub const UPSTREAM_LOST: i64 = -32004;
-/// The upstream's answer was not valid JSON-RPC.
-pub const UPSTREAM_PROTOCOL: i64 = -32005;
-/// sluice is shutting down.
-pub const SHUTTING_DOWN: i64 = -32006;
-/// The upstream's answer exceeded the transport ceiling and was discarded.
-pub const ANSWER_TOO_LARGE: i64 = -32007;
-
-/// A call to an entry withheld because it drifted from `sluice.lock`.
-pub const DRIFT_BLOCKED: i64 = -32010;
-
-/// A tool call over its principal's rate limit (S-24).
-pub const RATE_LIMITED: i64 = -32011;
-/// A tool call whose principal lacks a scope the call needs (S-20).
-pub const INSUFFICIENT_SCOPE: i64 = -32012;
+pub use sluice_core::policy::denied::{
+    ANSWER_TOO_LARGE, DRIFT_BLOCKED, INSUFFICIENT_SCOPE, RATE_LIMITED, UPSTREAM_LOST,
+    UPSTREAM_PROTOCOL, UPSTREAM_TIMEOUT, UPSTREAM_UNAVAILABLE,
+};
 
 /// sluice's own refusal of a request, recorded where the transport can
 /// see it: an HTTP answer gets its status (429, 403) from this, never from
@@ -123,122 +106,4 @@ pub fn catalog_pending(upstream: &str) -> RpcError {
         ),
     )
     .with_data(json!({"upstream": upstream}))
-}
-
-/// Why a request to an upstream did not produce the upstream's own answer.
-#[derive(Debug, Clone, PartialEq, thiserror::Error)]
-pub enum UpstreamError {
-    /// Not connected: starting, failed or restarting.
-    #[error("upstream {upstream:?} is not available ({state})")]
-    Unavailable {
-        /// The upstream's name.
-        upstream: String,
-        /// Its state, in words.
-        state: &'static str,
-    },
-    /// No answer within the request timeout.
-    #[error("upstream {upstream:?} did not answer within {after:?}")]
-    Timeout {
-        /// The upstream's name.
-        upstream: String,
-        /// The timeout that passed.
-        after: Duration,
-    },
-    /// The connection ended before the answer came.
-    #[error("upstream {upstream:?} connection was lost during the request")]
-    Lost {
-        /// The upstream's name.
-        upstream: String,
-    },
-    /// The answer could not be read as JSON-RPC.
-    #[error("upstream {upstream:?} sent a malformed answer: {detail}")]
-    Protocol {
-        /// The upstream's name.
-        upstream: String,
-        /// What was wrong, in fixed words.
-        detail: &'static str,
-    },
-    /// The answer was larger than the transport ceiling; it was discarded
-    /// unread (the router turns this into a refusal for a read).
-    #[error(
-        "upstream {upstream:?} answered with a message larger than transport_max_message_bytes; it was discarded, so the outcome of this call could not be relayed (it may have taken effect)"
-    )]
-    TooLarge {
-        /// The upstream's name.
-        upstream: String,
-    },
-    /// The upstream answered with a JSON-RPC error.
-    #[error("upstream error: {0}")]
-    Rpc(RpcError),
-    /// sluice is shutting down.
-    #[error("sluice is shutting down")]
-    ShuttingDown,
-}
-
-impl UpstreamError {
-    /// The JSON-RPC error a client receives.
-    pub fn to_rpc(&self) -> RpcError {
-        let (code, upstream) = match self {
-            UpstreamError::Rpc(e) => return e.clone(),
-            UpstreamError::ShuttingDown => {
-                return RpcError::new(SHUTTING_DOWN, self.to_string());
-            }
-            UpstreamError::Unavailable { upstream, .. } => (UPSTREAM_UNAVAILABLE, upstream),
-            UpstreamError::Timeout { upstream, .. } => (UPSTREAM_TIMEOUT, upstream),
-            UpstreamError::Lost { upstream } => (UPSTREAM_LOST, upstream),
-            UpstreamError::Protocol { upstream, .. } => (UPSTREAM_PROTOCOL, upstream),
-            UpstreamError::TooLarge { upstream } => (ANSWER_TOO_LARGE, upstream),
-        };
-        RpcError::new(code, self.to_string()).with_data(json!({"upstream": upstream}))
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn each_failure_has_its_own_code_and_names_the_upstream() {
-        let up = || "git".to_owned();
-        let cases = [
-            (
-                UpstreamError::Unavailable {
-                    upstream: up(),
-                    state: "restarting",
-                },
-                UPSTREAM_UNAVAILABLE,
-            ),
-            (
-                UpstreamError::Timeout {
-                    upstream: up(),
-                    after: Duration::from_secs(60),
-                },
-                UPSTREAM_TIMEOUT,
-            ),
-            (UpstreamError::Lost { upstream: up() }, UPSTREAM_LOST),
-            (
-                UpstreamError::Protocol {
-                    upstream: up(),
-                    detail: "not JSON",
-                },
-                UPSTREAM_PROTOCOL,
-            ),
-        ];
-        let mut codes = Vec::new();
-        for (err, code) in cases {
-            let rpc = err.to_rpc();
-            assert_eq!(rpc.code, code);
-            assert!((-32019..=-32000).contains(&rpc.code));
-            assert_eq!(rpc.data, Some(json!({"upstream": "git"})));
-            assert!(rpc.message.contains("\"git\""), "{}", rpc.message);
-            codes.push(code);
-        }
-        codes.dedup();
-        assert_eq!(codes.len(), 4);
-        let passthrough = RpcError::new(-32602, "Unknown tool");
-        assert_eq!(
-            UpstreamError::Rpc(passthrough.clone()).to_rpc(),
-            passthrough
-        );
-    }
 }

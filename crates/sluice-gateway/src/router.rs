@@ -28,10 +28,11 @@ use sluice_core::progressive;
 
 use crate::gateway::{ClientEvent, Gateway, Live};
 use crate::ops::{self, metrics, trace};
-use crate::rescue::{self, Refused, UpstreamError};
+use crate::rescue::{self, Refused};
 use crate::upstream::{self, Related, Upstream};
 use sluice_core::audit::{self, Decision};
 use sluice_core::boundary::budget;
+use sluice_core::policy::UpstreamFailure;
 use tracing::Instrument;
 
 /// Caching hints on what sluice serves from its own catalog: the catalog is
@@ -1073,7 +1074,7 @@ impl Gateway {
         &self,
         ctx: &RequestCtx,
         boundary: &Boundary<'_>,
-        outcome: Result<Value, UpstreamError>,
+        outcome: Result<Value, UpstreamFailure>,
     ) -> Result<Value, RpcError> {
         let _policy = trace::policy_span().entered();
         let trail = &ctx.trail;
@@ -1087,12 +1088,12 @@ impl Gateway {
                 measured = bounded.measured;
                 (bounded.answer, bounded.redactions)
             }
-            Err(UpstreamError::Rpc(error)) => {
+            Err(UpstreamFailure::Rpc(error)) => {
                 trail.decide(Decision::UpstreamError);
                 let (error, counts) = boundary.error(error);
                 (Err(error), counts)
             }
-            Err(too_large @ UpstreamError::TooLarge { .. }) => {
+            Err(too_large @ UpstreamFailure::TooLarge { .. }) => {
                 let answer = boundary.oversized();
                 trail.decide(if answer.is_some() {
                     Decision::RefusedSize
@@ -1104,7 +1105,7 @@ impl Gateway {
                     Default::default(),
                 )
             }
-            Err(timeout @ UpstreamError::Timeout { .. }) => {
+            Err(timeout @ UpstreamFailure::Timeout { .. }) => {
                 trail.decide(Decision::Timeout);
                 (Err(timeout.to_rpc()), Default::default())
             }

@@ -33,7 +33,7 @@ use tokio_util::sync::CancellationToken;
 use super::http::HttpWire;
 use super::stdio::StdioWire;
 use crate::pending::{Answer, Pending};
-use crate::rescue::UpstreamError;
+use sluice_core::policy::UpstreamFailure;
 
 /// After this many timeouts in a row with no answer in between, the upstream
 /// is taken as hung and its connection is closed (the supervisor restarts it).
@@ -189,7 +189,7 @@ impl Connection {
         related: Option<RelatedSink>,
         timeout: Duration,
         headers: &[(String, String)],
-    ) -> Result<Value, UpstreamError> {
+    ) -> Result<Value, UpstreamFailure> {
         self.shared
             .request(
                 self.description.era,
@@ -260,9 +260,9 @@ impl Shared {
         related: Option<RelatedSink>,
         timeout: Duration,
         headers: &[(String, String)],
-    ) -> Result<Value, UpstreamError> {
+    ) -> Result<Value, UpstreamFailure> {
         if self.closed.is_cancelled() {
-            return Err(UpstreamError::Lost {
+            return Err(UpstreamFailure::Lost {
                 upstream: self.name.to_string(),
             });
         }
@@ -328,7 +328,7 @@ impl Shared {
                 } else {
                     self.timeouts_in_a_row.store(0, Ordering::Relaxed);
                 }
-                return Err(UpstreamError::Timeout {
+                return Err(UpstreamFailure::Timeout {
                     upstream: self.name.to_string(),
                     after: timeout,
                 });
@@ -338,11 +338,11 @@ impl Shared {
         self.timeouts_in_a_row.store(0, Ordering::Relaxed);
         match outcome {
             Ok(Ok(result)) => Ok(result),
-            Ok(Err(Some(error))) => Err(UpstreamError::Rpc(error)),
-            Ok(Err(None)) if self.take_oversized(id) => Err(UpstreamError::TooLarge {
+            Ok(Err(Some(error))) => Err(UpstreamFailure::Rpc(error)),
+            Ok(Err(None)) if self.take_oversized(id) => Err(UpstreamFailure::TooLarge {
                 upstream: self.name.to_string(),
             }),
-            Ok(Err(None)) => Err(UpstreamError::Lost {
+            Ok(Err(None)) => Err(UpstreamFailure::Lost {
                 upstream: self.name.to_string(),
             }),
             Err(e) => Err(e),

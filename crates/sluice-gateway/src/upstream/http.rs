@@ -25,7 +25,7 @@ use sse_stream::SseByteStream;
 use super::connection::{RelatedSink, Shared};
 use crate::outbound;
 use crate::pending::Answer;
-use crate::rescue::UpstreamError;
+use sluice_core::policy::UpstreamFailure;
 
 /// How long to wait before resuming a polled SSE answer when the upstream
 /// named no `retry`, and the most sluice waits whatever it named.
@@ -202,12 +202,12 @@ impl HttpWire {
         params: &[(String, String)],
         message: &Value,
         related: Option<&RelatedSink>,
-    ) -> Result<Answer, UpstreamError> {
+    ) -> Result<Answer, UpstreamFailure> {
         let upstream = || shared.name.to_string();
         let resp = self
             .post(era, Some(method), name, params, message)
             .await
-            .map_err(|_| UpstreamError::Lost {
+            .map_err(|_| UpstreamFailure::Lost {
                 upstream: upstream(),
             })?;
         let status = resp.status();
@@ -219,7 +219,7 @@ impl HttpWire {
                 .and_then(|l| l.to_str().ok())
                 .unwrap_or("?");
             tracing::warn!(upstream = %shared.name, "the upstream answered {status} to {to:?}; redirects are not followed");
-            return Err(UpstreamError::Protocol {
+            return Err(UpstreamFailure::Protocol {
                 upstream: upstream(),
                 detail: "it answered with a redirect, and redirects are not followed",
             });
@@ -227,7 +227,7 @@ impl HttpWire {
         if status == StatusCode::NOT_FOUND && era == Era::Legacy && self.has_session() {
             tracing::warn!(upstream = %shared.name, "upstream ended our session; reconnecting");
             shared.close();
-            return Err(UpstreamError::Lost {
+            return Err(UpstreamFailure::Lost {
                 upstream: upstream(),
             });
         }
@@ -237,12 +237,12 @@ impl HttpWire {
         let body = match read_capped(resp, self.max_message).await {
             Ok(body) => body,
             Err(BodyError::TooLarge) => {
-                return Err(UpstreamError::TooLarge {
+                return Err(UpstreamFailure::TooLarge {
                     upstream: upstream(),
                 });
             }
             Err(BodyError::Broken) => {
-                return Err(UpstreamError::Protocol {
+                return Err(UpstreamFailure::Protocol {
                     upstream: upstream(),
                     detail: "the answer's body broke",
                 });
@@ -250,11 +250,11 @@ impl HttpWire {
         };
         match Message::parse(&body) {
             Some(Ok(Message::Response { outcome, .. })) => Ok(outcome.map_err(Some)),
-            _ if !status.is_success() => Err(UpstreamError::Protocol {
+            _ if !status.is_success() => Err(UpstreamFailure::Protocol {
                 upstream: upstream(),
                 detail: "HTTP error status without a JSON-RPC answer",
             }),
-            _ => Err(UpstreamError::Protocol {
+            _ => Err(UpstreamFailure::Protocol {
                 upstream: upstream(),
                 detail: "the answer is not a JSON-RPC response",
             }),
@@ -273,7 +273,7 @@ impl HttpWire {
         id: u64,
         resp: reqwest::Response,
         related: Option<&RelatedSink>,
-    ) -> Result<Answer, UpstreamError> {
+    ) -> Result<Answer, UpstreamFailure> {
         let mut resp = resp;
         let mut last_event: Option<String> = None;
         let mut retry = DEFAULT_SSE_RETRY;
@@ -285,9 +285,9 @@ impl HttpWire {
                 let Ok(event) = event else {
                     let upstream = shared.name.to_string();
                     return Err(if exceeded.load(Ordering::Relaxed) {
-                        UpstreamError::TooLarge { upstream }
+                        UpstreamFailure::TooLarge { upstream }
                     } else {
-                        UpstreamError::Protocol {
+                        UpstreamFailure::Protocol {
                             upstream,
                             detail: "the event stream broke",
                         }

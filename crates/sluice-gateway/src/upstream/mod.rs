@@ -32,7 +32,7 @@ use connection::{ServerDescription, Shared, Wire};
 use crate::gateway::{Hub, Published};
 use crate::ops::metrics;
 use crate::outbound;
-use crate::rescue::UpstreamError;
+use sluice_core::policy::UpstreamFailure;
 
 /// The longest a `server/discover` probe waits before falling back to
 /// `initialize` (some legacy servers never answer an unknown method).
@@ -164,7 +164,7 @@ impl Upstream {
     }
 
     /// The live connection, or why there is none.
-    pub(crate) fn connection(&self) -> Result<Arc<Connection>, UpstreamError> {
+    pub(crate) fn connection(&self) -> Result<Arc<Connection>, UpstreamFailure> {
         let conn = self
             .connection
             .read()
@@ -172,7 +172,7 @@ impl Upstream {
             .clone();
         match conn {
             Some(conn) if !conn.is_closed() => Ok(conn),
-            _ => Err(UpstreamError::Unavailable {
+            _ => Err(UpstreamFailure::Unavailable {
                 upstream: self.config.name.clone(),
                 state: self.status().state,
             }),
@@ -572,8 +572,8 @@ pub(crate) async fn read_catalog(conn: &Connection, settings: &Settings) -> Cata
             .await;
         step = match answer {
             Ok(page) => walk.handle_page(page),
-            Err(UpstreamError::Rpc(e)) => walk.handle_error(e.code),
-            Err(UpstreamError::Timeout { .. }) => walk.handle_timeout(),
+            Err(UpstreamFailure::Rpc(e)) => walk.handle_error(e.code),
+            Err(UpstreamFailure::Timeout { .. }) => walk.handle_timeout(),
             Err(_) => walk.handle_failure(),
         };
     }
@@ -749,8 +749,8 @@ async fn handshake(shared: &Arc<Shared>, settings: &Settings) -> Result<ServerDe
         .await;
     let verdict = match &probe {
         Ok(result) => protocol::judge_probe(&Ok(result.clone())),
-        Err(UpstreamError::Rpc(e)) => protocol::judge_probe(&Err(e.clone())),
-        Err(UpstreamError::Lost { .. }) if shared.closed.is_cancelled() => {
+        Err(UpstreamFailure::Rpc(e)) => protocol::judge_probe(&Err(e.clone())),
+        Err(UpstreamFailure::Lost { .. }) if shared.closed.is_cancelled() => {
             return Err("the upstream exited during the handshake".into());
         }
         // A timeout, an HTTP error without a JSON-RPC body, ...: legacy.
@@ -801,8 +801,8 @@ async fn initialize(
         )
         .await
         .map_err(|e| match e {
-            UpstreamError::Rpc(e) => format!("initialize was refused: {}", e.message),
-            UpstreamError::Lost { .. } => "the upstream exited during the handshake".into(),
+            UpstreamFailure::Rpc(e) => format!("initialize was refused: {}", e.message),
+            UpstreamFailure::Lost { .. } => "the upstream exited during the handshake".into(),
             other => format!("initialize failed: {other}"),
         })?;
     let version = result
