@@ -15,17 +15,6 @@ use crate::outbound::Url;
 
 use super::Denied;
 
-/// The routing facts of one upstream at the time of a request.
-#[derive(Debug, Clone, Copy)]
-pub struct UpstreamFacts<'a> {
-    /// Its name.
-    pub name: &'a str,
-    /// Whether it has a complete catalog (a read finished at least once).
-    pub has_catalog: bool,
-    /// Whether it is connected and declares the `resources` capability.
-    pub offers_resources: bool,
-}
-
 /// Where a resource request goes, and what the audit log may call it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ResourceRoute<'a> {
@@ -37,14 +26,15 @@ pub struct ResourceRoute<'a> {
     pub target: Option<String>,
 }
 
-/// The route of a tool or prompt by its exposed name. `upstreams` are the
-/// running upstreams in config order.
-pub fn named<'a>(
+/// The route of a tool or prompt by its exposed name. `unread` gives the
+/// running upstreams that have no complete catalog yet, in config order
+/// (asked only when the name is not served).
+pub fn named<'a, 'u>(
     federation: &'a Federation,
     naming: &Naming,
-    upstreams: &[UpstreamFacts<'_>],
     kind: ListKind,
     name: &str,
+    unread: impl FnOnce() -> Vec<&'u str>,
 ) -> Result<&'a Route, Denied> {
     let route = match kind {
         ListKind::Tools => federation.route_tool(name),
@@ -61,7 +51,7 @@ pub fn named<'a>(
             drift: withheld.drift,
         });
     }
-    if let Some(upstream) = pending_owner(naming, upstreams, name) {
+    if let Some(upstream) = pending_owner(naming, &unread(), name) {
         return Err(Denied::CatalogPending {
             upstream: upstream.to_owned(),
         });
@@ -74,15 +64,11 @@ pub fn named<'a>(
 
 /// The upstream whose namespace `exposed` is in, when that upstream has no
 /// complete catalog yet (so the name may well exist).
-fn pending_owner<'a>(
-    naming: &Naming,
-    upstreams: &[UpstreamFacts<'a>],
-    exposed: &str,
-) -> Option<&'a str> {
-    upstreams
+fn pending_owner<'u>(naming: &Naming, unread: &[&'u str], exposed: &str) -> Option<&'u str> {
+    unread
         .iter()
-        .filter(|u| !u.has_catalog && naming.is_prefixed(u.name))
-        .map(|u| u.name)
+        .copied()
+        .filter(|up| naming.is_prefixed(up))
         .find(|up| exposed.starts_with(&naming.prefix(up)))
 }
 
@@ -98,12 +84,13 @@ pub fn check_uri(uri: &str) -> Result<(), Denied> {
 
 /// The upstream that serves `uri`: the one that lists it, else the first
 /// with a matching template; unpinned, else the only upstream that offers
-/// resources at all.
+/// resources at all (`offering`, asked only then: the connected upstreams
+/// that declare resources).
 pub fn resource<'a>(
     federation: &'a Federation,
     pinned: bool,
-    upstreams: &[UpstreamFacts<'a>],
     uri: &str,
+    offering: impl FnOnce() -> Vec<&'a str>,
 ) -> Result<ResourceRoute<'a>, Denied> {
     if let Some(withheld) = federation.withheld_resource(uri) {
         return Err(Denied::DriftBlocked {
@@ -125,10 +112,9 @@ pub fn resource<'a>(
     if pinned {
         return Err(not_found());
     }
-    let mut offering = upstreams.iter().filter(|u| u.offers_resources);
-    match (offering.next(), offering.next()) {
-        (Some(only), None) => Ok(ResourceRoute {
-            upstream: only.name,
+    match offering()[..] {
+        [only] => Ok(ResourceRoute {
+            upstream: only,
             target: None,
         }),
         _ => Err(not_found()),
@@ -141,8 +127,8 @@ pub fn completion<'a>(
     federation: &'a Federation,
     naming: &Naming,
     pinned: bool,
-    upstreams: &[UpstreamFacts<'a>],
     reference: &serde_json::Value,
+    offering: impl FnOnce() -> Vec<&'a str>,
 ) -> Result<(ResourceRoute<'a>, Option<&'a str>), Denied> {
     use serde_json::Value;
     let field = |key: &str| {
@@ -156,7 +142,7 @@ pub fn completion<'a>(
             let name = field("name");
             // A prompt not served yet is unknown here, as it always was:
             // completions do not wait for a catalog.
-            let route = named(federation, naming, &[], ListKind::Prompts, name)?;
+            let route = named(federation, naming, ListKind::Prompts, name, Vec::new)?;
             Ok((
                 ResourceRoute {
                     upstream: &route.upstream,
@@ -176,7 +162,7 @@ pub fn completion<'a>(
                     },
                     None,
                 )),
-                None => Ok((resource(federation, pinned, upstreams, uri)?, None)),
+                None => Ok((resource(federation, pinned, uri, offering)?, None)),
             }
         }
         _ => Err(Denied::invalid_params(

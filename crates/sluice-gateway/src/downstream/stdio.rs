@@ -222,7 +222,6 @@ impl StdioClient {
             session: self.session.clone().filter(|_| era == Era::Legacy),
             principal: Arc::clone(&self.principal),
             scoped: false,
-            refusal: Default::default(),
             trail: Default::default(),
         };
         let gateway = Arc::clone(&self.gateway);
@@ -230,9 +229,9 @@ impl StdioClient {
         let modern_inflight = Arc::clone(&self.modern_inflight);
         tokio::spawn(async move {
             let outcome = tokio::select! {
-                outcome = gateway.handle(&ctx, &method, params) => Some(outcome),
+                reply = gateway.handle(&ctx, &method, params) => Some(reply.answer),
                 // Cancelled: dropping the handler cancels upstream; the
-                // client gets no answer (MCP-NOTES §7.2).
+                // client gets no answer (MCP 2025-11-25, Cancellation).
                 () = token.cancelled() => None,
             };
             match &ctx.session {

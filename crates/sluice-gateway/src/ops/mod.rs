@@ -2,12 +2,12 @@
 //! log, and the facts both are made from.
 //!
 //! The router records, on each request's [`Trail`], what it learned while
-//! handling it (the upstream it routed to, what sluice decided, how long
-//! the upstream took, how large the answer was). When the request is
-//! answered, [`Ops::finish`] turns the trail into one observation: counted
-//! and timed in the metrics, and written as one row of the audit log. The
-//! decision names come from `sluice_core::audit`; nothing here holds an
-//! argument, a result or an error message.
+//! handling it (the upstream it routed to, how long the upstream took, how
+//! large the answer was). When the request is answered, the [`Reply`]'s
+//! refusal (or its result) gives the decision, and the two make one
+//! observation: counted and timed in the metrics, and written as one row of
+//! the audit log. The decision names come from `sluice_core::audit`;
+//! nothing here holds an argument, a result or an error message.
 
 pub mod audit;
 pub mod metrics;
@@ -16,24 +16,13 @@ pub(crate) mod trace;
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use serde_json::Value;
 use sluice_core::access::Principal;
 use sluice_core::audit::{AuditRecord, Decision, SizeBucket};
-use sluice_core::jsonrpc::RpcError;
 use tokio::time::Instant;
 
-pub use audit::AuditSink;
+use crate::router::Reply;
 
-/// The methods whose every request is a decision worth a record: they
-/// reach an upstream, or are refused on the way.
-pub const AUDITED_METHODS: [&str; 6] = [
-    "tools/call",
-    "prompts/get",
-    "resources/read",
-    "resources/subscribe",
-    "resources/unsubscribe",
-    "completion/complete",
-];
+pub use audit::AuditSink;
 
 /// Where a gateway's observations go.
 #[derive(Clone, Default)]
@@ -50,7 +39,6 @@ pub struct Trail(Mutex<Facts>);
 struct Facts {
     upstream: Option<String>,
     target: Option<String>,
-    decision: Option<Decision>,
     upstream_time: Option<Duration>,
     size: Option<usize>,
 }
@@ -67,11 +55,6 @@ impl Trail {
         let mut facts = self.facts();
         facts.upstream = Some(upstream.to_owned());
         facts.target = target.map(str::to_owned);
-    }
-
-    /// sluice decided; the first decision recorded stands.
-    pub(crate) fn decide(&self, decision: Decision) {
-        self.facts().decision.get_or_insert(decision);
     }
 
     /// The upstream took `elapsed` to answer (added up over MRTR rounds).
@@ -121,7 +104,7 @@ impl Ops {
 
     /// Counts one request, times it, and writes its audit row; `outcome`
     /// is `None` when it was cancelled.
-    fn record(&self, request: &InFlight<'_>, outcome: Option<&Result<Value, RpcError>>) {
+    fn record(&self, request: &InFlight<'_>, reply: Option<&Reply>) {
         let InFlight {
             method,
             principal,
@@ -132,13 +115,8 @@ impl Ops {
         } = *request;
         let elapsed = started.0.elapsed();
         let facts = std::mem::take(&mut *trail.facts());
-        let decision = facts.decision.unwrap_or(match outcome {
-            Some(Ok(result)) => Decision::of_result(result),
-            // An error no step claimed is sluice's own refusal of a
-            // request it could not route (unknown name, bad params).
-            Some(Err(_)) => Decision::Invalid,
-            None => Decision::Cancelled,
-        });
+        let decision = reply.map_or(Decision::Cancelled, Reply::decision);
+        let outcome = reply.map(|r| &r.answer);
         span.record("mcp.outcome", decision.as_str());
         if let Some(upstream) = &facts.upstream {
             span.record("mcp.upstream", upstream.as_str());
@@ -188,9 +166,9 @@ pub(crate) struct InFlight<'a> {
 
 impl InFlight<'_> {
     /// The request was answered with `outcome`.
-    pub(crate) fn answered(mut self, outcome: &Result<Value, RpcError>) {
+    pub(crate) fn answered(mut self, reply: &Reply) {
         self.recorded = true;
-        self.ops.record(&self, Some(outcome));
+        self.ops.record(&self, Some(reply));
     }
 }
 

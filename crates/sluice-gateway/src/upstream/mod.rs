@@ -179,6 +179,15 @@ impl Upstream {
         }
     }
 
+    /// Whether a read of its catalog has finished at least once.
+    pub(crate) fn has_catalog(&self) -> bool {
+        self.status
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .catalog
+            != "none"
+    }
+
     pub(crate) fn status(&self) -> UpstreamStatus {
         self.status
             .lock()

@@ -39,29 +39,22 @@ fn federation() -> Federation {
     fed
 }
 
-fn upstreams(b_offers_resources: bool) -> Vec<UpstreamFacts<'static>> {
-    vec![
-        UpstreamFacts {
-            name: "a",
-            has_catalog: true,
-            offers_resources: true,
-        },
-        UpstreamFacts {
-            name: "b",
-            has_catalog: false,
-            offers_resources: b_offers_resources,
-        },
-    ]
+/// `b` is still reading its catalog.
+fn unread() -> Vec<&'static str> {
+    vec!["b"]
+}
+
+fn offering<'a>(both: bool) -> impl FnOnce() -> Vec<&'a str> {
+    move || if both { vec!["a", "b"] } else { vec!["a"] }
 }
 
 #[test]
 fn a_name_is_routed_withheld_pending_or_unknown() {
     let fed = federation();
-    let ups = upstreams(false);
-    let route = named(&fed, &naming(), &ups, ListKind::Tools, "a__t").expect("routed");
+    let route = named(&fed, &naming(), ListKind::Tools, "a__t", unread).expect("routed");
     assert_eq!((route.upstream.as_str(), route.name.as_str()), ("a", "t"));
     assert_eq!(
-        named(&fed, &naming(), &ups, ListKind::Tools, "a__gone"),
+        named(&fed, &naming(), ListKind::Tools, "a__gone", unread),
         Err(Denied::DriftBlocked {
             kind: ListKind::Tools,
             name: "a__gone".into(),
@@ -70,13 +63,13 @@ fn a_name_is_routed_withheld_pending_or_unknown() {
         })
     );
     assert_eq!(
-        named(&fed, &naming(), &ups, ListKind::Tools, "b__anything"),
+        named(&fed, &naming(), ListKind::Tools, "b__anything", unread),
         Err(Denied::CatalogPending {
             upstream: "b".into()
         })
     );
     assert_eq!(
-        named(&fed, &naming(), &ups, ListKind::Prompts, "a__t"),
+        named(&fed, &naming(), ListKind::Prompts, "a__t", unread),
         Err(Denied::UnknownEntry {
             kind: ListKind::Prompts,
             name: "a__t".into()
@@ -84,19 +77,19 @@ fn a_name_is_routed_withheld_pending_or_unknown() {
     );
 }
 
+fn owned(route: Result<ResourceRoute<'_>, Denied>) -> Result<(String, Option<String>), Denied> {
+    route.map(|r| (r.upstream.to_owned(), r.target))
+}
+
 #[test]
 fn a_resource_is_listed_withheld_or_found_by_fallback_only_unpinned() {
     let fed = federation();
-    let ups = upstreams(false);
     assert_eq!(
-        resource(&fed, true, &ups, "file:///a"),
-        Ok(ResourceRoute {
-            upstream: "a",
-            target: Some("file:".into())
-        })
+        owned(resource(&fed, true, "file:///a", offering(false))),
+        Ok(("a".to_owned(), Some("file:".to_owned())))
     );
     assert!(matches!(
-        resource(&fed, true, &ups, "file:///old"),
+        resource(&fed, true, "file:///old", offering(false)),
         Err(Denied::DriftBlocked {
             drift: DriftKind::Removed,
             ..
@@ -104,21 +97,18 @@ fn a_resource_is_listed_withheld_or_found_by_fallback_only_unpinned() {
     ));
     let unlisted = "made-up://x";
     assert_eq!(
-        resource(&fed, true, &ups, unlisted),
+        owned(resource(&fed, true, unlisted, offering(false))),
         Err(Denied::ResourceNotFound {
             uri: unlisted.into()
         })
     );
     // Unpinned, the only upstream offering resources takes it, unnamed.
     assert_eq!(
-        resource(&fed, false, &ups, unlisted),
-        Ok(ResourceRoute {
-            upstream: "a",
-            target: None
-        })
+        owned(resource(&fed, false, unlisted, offering(false))),
+        Ok(("a".to_owned(), None))
     );
     // Two offer resources: nobody guesses.
-    assert!(resource(&fed, false, &upstreams(true), unlisted).is_err());
+    assert!(resource(&fed, false, unlisted, offering(true)).is_err());
 }
 
 #[test]
@@ -138,13 +128,12 @@ fn only_absolute_uris_pass() {
 #[test]
 fn a_completion_goes_to_the_prompt_or_template_owner() {
     let fed = federation();
-    let ups = upstreams(false);
     let (route, name) = completion(
         &fed,
         &naming(),
         true,
-        &ups,
         &json!({"type": "ref/prompt", "name": "a__p"}),
+        offering(false),
     )
     .expect("routed");
     assert_eq!((route.upstream, name), ("a", Some("p")));
@@ -152,8 +141,8 @@ fn a_completion_goes_to_the_prompt_or_template_owner() {
         &fed,
         &naming(),
         true,
-        &ups,
         &json!({"type": "ref/resource", "uri": "mem://{key}"}),
+        offering(false),
     )
     .expect("routed");
     assert_eq!((route.upstream, name), ("a", None));
@@ -163,13 +152,19 @@ fn a_completion_goes_to_the_prompt_or_template_owner() {
             &fed,
             &naming(),
             true,
-            &ups,
-            &json!({"type": "ref/prompt", "name": "b__p"})
+            &json!({"type": "ref/prompt", "name": "b__p"}),
+            offering(false)
         ),
         Err(Denied::UnknownEntry { .. })
     ));
     assert_eq!(
-        completion(&fed, &naming(), true, &ups, &json!({"type": "ref/other"})),
+        completion(
+            &fed,
+            &naming(),
+            true,
+            &json!({"type": "ref/other"}),
+            offering(false)
+        ),
         Err(Denied::invalid_params(
             "params.ref must be a ref/prompt or ref/resource"
         ))
