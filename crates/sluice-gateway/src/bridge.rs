@@ -26,8 +26,9 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use rand::Rng;
 use serde_json::{Map, Value, json};
-use sluice_core::jsonrpc::{self, RpcError};
+use sluice_core::jsonrpc::RpcError;
 use sluice_core::method::Method;
+use sluice_core::policy::Denied;
 use sluice_core::request_state::{self, ParkedCall, StateKey};
 use tokio::sync::{mpsc, oneshot};
 use tokio::task::JoinHandle;
@@ -176,7 +177,7 @@ impl Bridge {
         ctx: &RequestCtx,
         method: &str,
         params: &Value,
-    ) -> Result<Flight, RpcError> {
+    ) -> Result<Flight, Denied> {
         let token = params
             .get("requestState")
             .and_then(Value::as_str)
@@ -184,7 +185,7 @@ impl Bridge {
         let call = self
             .key
             .open(token, method, params, now_ms())
-            .map_err(|e| RpcError::invalid_params(e.to_string()))?;
+            .map_err(|e| Denied::invalid_params(e.to_string()))?;
         let parked = {
             let mut parked = self.lock();
             let now = Instant::now();
@@ -201,17 +202,15 @@ impl Bridge {
             }
         };
         let parked = parked.ok_or_else(|| {
-            RpcError::invalid_params(
+            Denied::invalid_params(
                 "requestState refers to no open call: already answered, or expired",
             )
         })?;
         let answers = params.get("inputResponses").and_then(Value::as_object);
         for (key, reply) in parked.replies {
+            // The upstream is told its question went unanswered.
             let answer = answers.and_then(|a| a.get(&key)).cloned().ok_or_else(|| {
-                RpcError::new(
-                    jsonrpc::INVALID_PARAMS,
-                    format!("the client gave no answer for {key}"),
-                )
+                Denied::invalid_params(format!("the client gave no answer for {key}")).to_rpc()
             });
             let _ = reply.send(answer);
         }

@@ -13,7 +13,9 @@ use std::sync::{Arc, Mutex, PoisonError};
 use futures::StreamExt;
 use serde_json::Value;
 use sluice_core::access::{self, Principal};
-use sluice_core::jsonrpc::{self, EnvelopeError, Message, RpcError};
+use sluice_core::jsonrpc::{self, EnvelopeError, Message};
+use sluice_core::method::{Method, notification};
+use sluice_core::policy::Denied;
 use sluice_core::protocol::{self, Era};
 use tokio::io::{AsyncRead, AsyncWrite, AsyncWriteExt};
 use tokio::sync::mpsc;
@@ -105,11 +107,10 @@ pub async fn serve(
         let line = match frame {
             Some(Ok(line)) => line,
             Some(Err(AnyDelimiterCodecError::MaxChunkLengthExceeded)) => {
-                let e = RpcError::new(
-                    jsonrpc::INVALID_REQUEST,
-                    "message exceeds the transport ceiling",
-                );
-                let _ = out_tx.send(jsonrpc::response(Value::Null, Err(e))).await;
+                let e = Denied::InvalidMessage("message exceeds the transport ceiling".into());
+                let _ = out_tx
+                    .send(jsonrpc::response(Value::Null, Err(e.to_rpc())))
+                    .await;
                 continue;
             }
             Some(Err(AnyDelimiterCodecError::Io(_))) | None => break,
@@ -143,17 +144,19 @@ struct StdioClient {
 }
 
 impl StdioClient {
+    /// Answers a message that is not a request sluice can take.
+    async fn refuse(&self, denied: Denied) {
+        let answer = jsonrpc::response(Value::Null, Err(denied.to_rpc()));
+        let _ = self.out.send(answer).await;
+    }
+
     async fn handle_line(&mut self, line: &[u8]) {
         let message = match Message::parse(line) {
-            None => {
-                let e = RpcError::new(jsonrpc::PARSE_ERROR, "Parse error");
-                let _ = self.out.send(jsonrpc::response(Value::Null, Err(e))).await;
-                return;
-            }
+            None => return self.refuse(Denied::ParseError).await,
             Some(Err(e)) => {
-                let e = RpcError::new(jsonrpc::INVALID_REQUEST, envelope_message(&e));
-                let _ = self.out.send(jsonrpc::response(Value::Null, Err(e))).await;
-                return;
+                return self
+                    .refuse(Denied::InvalidMessage(envelope_message(&e)))
+                    .await;
             }
             Some(Ok(message)) => message,
         };
@@ -161,7 +164,7 @@ impl StdioClient {
             Message::Request { id, method, params } => self.request(id, method, params).await,
             // initialized, roots/list_changed, ...: nothing to do.
             Message::Notification { method, params } => {
-                if method == "notifications/cancelled" {
+                if method == notification::CANCELLED {
                     self.cancel(&params);
                 }
             }
@@ -177,7 +180,7 @@ impl StdioClient {
 
     async fn request(&mut self, id: Value, method: String, params: Value) {
         let era = protocol::request_era(&params);
-        if era == Era::Legacy && method == "initialize" {
+        if era == Era::Legacy && Method::parse(&method) == Method::Initialize {
             let (result, session) = self
                 .gateway
                 .initialize(&params, Arc::clone(&self.principal));

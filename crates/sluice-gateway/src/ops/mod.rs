@@ -3,8 +3,8 @@
 //!
 //! The router records, on each request's [`Trail`], what it learned while
 //! handling it (the upstream it routed to, how long the upstream took, how
-//! large the answer was). When the request is answered, the [`Reply`]'s
-//! refusal (or its result) gives the decision, and the two make one
+//! large the answer was). When the request is answered, the router's
+//! decision (from its refusal, or the result) and the trail make one
 //! observation: counted and timed in the metrics, and written as one row of
 //! the audit log. The decision names come from `sluice_core::audit`;
 //! nothing here holds an argument, a result or an error message.
@@ -16,11 +16,11 @@ pub(crate) mod trace;
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
+use serde_json::Value;
 use sluice_core::access::Principal;
 use sluice_core::audit::{AuditRecord, Decision, SizeBucket};
+use sluice_core::jsonrpc::RpcError;
 use tokio::time::Instant;
-
-use crate::router::Reply;
 
 pub use audit::AuditSink;
 
@@ -102,9 +102,13 @@ impl Ops {
         }
     }
 
-    /// Counts one request, times it, and writes its audit row; `outcome`
+    /// Counts one request, times it, and writes its audit row; `answered`
     /// is `None` when it was cancelled.
-    fn record(&self, request: &InFlight<'_>, reply: Option<&Reply>) {
+    fn record(
+        &self,
+        request: &InFlight<'_>,
+        answered: Option<(Decision, &Result<Value, RpcError>)>,
+    ) {
         let InFlight {
             method,
             principal,
@@ -115,8 +119,8 @@ impl Ops {
         } = *request;
         let elapsed = started.0.elapsed();
         let facts = std::mem::take(&mut *trail.facts());
-        let decision = reply.map_or(Decision::Cancelled, Reply::decision);
-        let outcome = reply.map(|r| &r.answer);
+        let decision = answered.map_or(Decision::Cancelled, |(decision, _)| decision);
+        let outcome = answered.map(|(_, answer)| answer);
         span.record("mcp.outcome", decision.as_str());
         if let Some(upstream) = &facts.upstream {
             span.record("mcp.upstream", upstream.as_str());
@@ -166,9 +170,11 @@ pub(crate) struct InFlight<'a> {
 
 impl InFlight<'_> {
     /// The request was answered with `outcome`.
-    pub(crate) fn answered(mut self, reply: &Reply) {
+    /// The request was answered with `answer`; `decision` is what sluice
+    /// decided on the way.
+    pub(crate) fn answered(mut self, decision: Decision, answer: &Result<Value, RpcError>) {
         self.recorded = true;
-        self.ops.record(&self, Some(reply));
+        self.ops.record(&self, Some((decision, answer)));
     }
 }
 

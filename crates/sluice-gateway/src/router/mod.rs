@@ -175,7 +175,7 @@ impl Gateway {
             .await;
         let reply = Reply::new(ctx.era, parsed, outcome, &self.server_info());
         if let Some(in_flight) = in_flight {
-            in_flight.answered(&reply);
+            in_flight.answered(reply.decision(), &reply.answer);
         }
         reply
     }
