@@ -1,6 +1,6 @@
 //! Serving one client over stdin/stdout (newline-delimited JSON-RPC).
 //!
-//! The era is chosen by how the client opens (MCP-NOTES §1.3): a request
+//! The era is chosen by how the client opens (MCP 2026-07-28, Versioning): a request
 //! whose `_meta` names the version is served statelessly (modern); an
 //! `initialize` makes the process a legacy session, whose client may then
 //! receive `list_changed`, log messages and relayed sampling or elicitation
