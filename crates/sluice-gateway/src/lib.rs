@@ -54,4 +54,4 @@ mod router;
 mod upstream;
 
 pub use gateway::Gateway;
-pub use upstream::UpstreamStatus;
+pub use sluice_core::health::UpstreamStatus;

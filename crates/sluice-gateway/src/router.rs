@@ -23,13 +23,14 @@ use sluice_core::boundary::Boundary;
 use sluice_core::boundary::budget::Surface;
 use sluice_core::config::{CatalogMode, SensitiveElicitation};
 use sluice_core::elicitation;
+use sluice_core::health::CatalogState;
 use sluice_core::outbound::Url;
 use sluice_core::progressive;
 
 use crate::gateway::{ClientEvent, Gateway, Live};
 use crate::ops::{self, metrics, trace};
 use crate::rescue::{self, Refused};
-use crate::upstream::{self, Related, Upstream};
+use crate::upstream::{Related, Upstream};
 use sluice_core::audit::{self, Decision};
 use sluice_core::boundary::budget;
 use sluice_core::policy::UpstreamFailure;
@@ -495,9 +496,8 @@ impl Gateway {
                 self.hub.release_subscription(name, &uri);
                 return Ok(json!({}));
             }
-            upstream::subscribe_resource(
+            self.hub.subscribe_resource(
                 name,
-                &self.hub,
                 &conn,
                 &uri,
                 self.live().config.server.request_timeout,
@@ -564,7 +564,9 @@ impl Gateway {
         let live = self.live();
         live.upstreams
             .iter()
-            .filter(|u| u.status().catalog == "none" && live.naming.is_prefixed(u.name()))
+            .filter(|u| {
+                u.status().catalog == CatalogState::None && live.naming.is_prefixed(u.name())
+            })
             .map(|u| u.name())
             .find(|up| exposed.starts_with(&live.naming.prefix(up)))
             .map(str::to_owned)
