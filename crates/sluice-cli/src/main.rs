@@ -1,6 +1,6 @@
 //! The `sluice` command: glue only. It parses arguments, loads the config
 //! and the lockfile, starts the gateway (or reads catalogs for `lock` and
-//! `check`), and maps outcomes to exit codes (DESIGN decision 9): 0 ok,
+//! `check`), and maps outcomes to exit codes, the same for every command: 0 ok,
 //! 1 drift found, 2 not established, 64 usage error, 70 internal error,
 //! 78 invalid configuration or lockfile.
 

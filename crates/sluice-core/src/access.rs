@@ -5,8 +5,9 @@
 //! in: `iss` is a configured issuer exactly, `aud` names sluice's resource,
 //! `exp` is present and not past, `nbf` not ahead (both with the configured
 //! leeway). Scopes come from `scope` (space separated) or `scp` (a list).
-//! The challenges sent with 401 and 403 (RFC 6750 §3, MCP-NOTES §5.2) are
-//! built here too, so every refusal says the same thing the same way.
+//! The challenges sent with 401 and 403 (RFC 6750 §3, MCP 2026-07-28
+//! `basic/authorization`) are built here too, so every refusal says the same
+//! thing the same way.
 
 use std::collections::BTreeSet;
 

@@ -5,12 +5,12 @@
 //! [`Walk::handle_timeout`]). The walk answers with a [`Step`]: fetch the
 //! next cursor, the list is complete, or the read is incomplete and why.
 //!
-//! The rules (DESIGN decision 3, seed 004): only an absent `nextCursor` ends
-//! a list; `""` is a valid cursor and an empty page does not end the walk. A
-//! repeated or cyclic cursor, a non-string cursor, a duplicate entry, a
-//! malformed or error page, or a cap ends it as `Incomplete`, and nothing of
-//! a partial read is returned. Reasons are fixed strings: they never carry
-//! upstream data or cursor values.
+//! The rules, so that a partial list is never taken for a whole one: only an
+//! absent `nextCursor` ends a list; `""` is a valid cursor and an empty page
+//! does not end the walk. A repeated or cyclic cursor, a non-string cursor,
+//! a duplicate entry, a malformed or error page, or a cap ends it as
+//! `Incomplete`, and nothing of a partial read is returned. Reasons are
+//! fixed strings: they never carry upstream data or cursor values.
 
 use std::collections::HashSet;
 

@@ -1,4 +1,5 @@
-//! Pages for every list sluice owns (seed 000, DESIGN decision 8).
+//! Pages for every list sluice owns, so that no answer of sluice's own
+//! outgrows the context of the model that reads it.
 //!
 //! - `limit`: an integer from 1 to [`MAX_LIMIT`]; anything else (0, 201,
 //!   2.5, `"20"`) is `-32602` naming the range, before any data is read.

@@ -1,7 +1,7 @@
-//! SEP-2243 request headers of 2026-07-28 Streamable HTTP (MCP-NOTES §4.4):
-//! the value encoding of `Mcp-Name` and `Mcp-Param-*`, and the
-//! `Mcp-Param-{Name}` headers a tool's `inputSchema` asks for with
-//! `"x-mcp-header": "{Name}"`.
+//! SEP-2243 request headers of 2026-07-28 Streamable HTTP (MCP 2026-07-28,
+//! `basic/transports/streamable-http` § Request Metadata): the value
+//! encoding of `Mcp-Name` and `Mcp-Param-*`, and the `Mcp-Param-{Name}`
+//! headers a tool's `inputSchema` asks for with `"x-mcp-header": "{Name}"`.
 //!
 //! sluice both checks these headers (as the server its clients call) and
 //! computes them (as the client of a modern HTTP upstream), from the same

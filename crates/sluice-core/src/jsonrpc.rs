@@ -3,7 +3,7 @@
 //! sluice never parses a payload into a typed model on the data path: a
 //! message is classified by its envelope (`id`, `method`, `result`, `error`)
 //! and everything else stays a `Value`, so fields sluice does not know about
-//! reach the other side exactly as they came (DESIGN decision 1).
+//! reach the other side exactly as they came.
 
 use serde_json::{Map, Value, json};
 

@@ -11,7 +11,7 @@
 //!
 //! - [`jsonrpc`]: the JSON-RPC 2.0 envelope over `serde_json::Value`, so that
 //!   unknown fields, unknown content types, big numbers and `_meta` pass
-//!   through untouched (DESIGN decision 1).
+//!   through untouched.
 //! - [`method`]: the MCP methods sluice knows, parsed once, and what each
 //!   is to sluice (its list, its target field, whether it is audited or
 //!   may pause for input).

@@ -1,10 +1,10 @@
 //! How upstream names are namespaced for the client.
 //!
 //! Tool and prompt names are unique only per server, so sluice exposes them
-//! as `<upstream><separator><name>` (MCP-NOTES §8, "Aggregators"). The way
-//! back is a lookup in the federated catalog's route table, never a split of
-//! the string: `a_` + `__` + `b` and `a` + `__` + `_b` are the same string,
-//! and only the table knows which upstream it came from.
+//! as `<upstream><separator><name>`. The way back is a lookup in the
+//! federated catalog's route table, never a split of the string:
+//! `a_` + `__` + `b` and `a` + `__` + `_b` are the same string, and only the
+//! table knows which upstream it came from.
 
 /// The characters a separator may use: the tool-name alphabet, so that an
 /// exposed name is still a valid MCP tool name.

@@ -1,11 +1,12 @@
 //! Protocol eras, version negotiation, and era shaping of results.
 //!
-//! MCP has two eras (MCP-NOTES §1): **modern** (2026-07-28: no handshake,
-//! the version and client capabilities travel in every request's `_meta`,
-//! stateless HTTP) and **legacy** (2025-11-25 and earlier: an `initialize`
-//! handshake scoped to a session or a process). sluice speaks both on both
-//! sides and translates between them, so a result is shaped for the era of
-//! the client that reads it, whatever the era of the upstream that made it.
+//! MCP has two eras (MCP 2026-07-28, `basic/versioning`): **modern**
+//! (2026-07-28: no handshake, the version and client capabilities travel in
+//! every request's `_meta`, stateless HTTP) and **legacy** (2025-11-25 and
+//! earlier: an `initialize` handshake scoped to a session or a process).
+//! sluice speaks both on both sides and translates between them, so a result
+//! is shaped for the era of the client that reads it, whatever the era of
+//! the upstream that made it.
 
 use serde_json::{Map, Value, json};
 
@@ -16,7 +17,8 @@ pub const MODERN_VERSION: &str = "2026-07-28";
 /// The legacy versions sluice negotiates, newest first.
 pub const LEGACY_VERSIONS: [&str; 3] = ["2025-11-25", "2025-06-18", "2025-03-26"];
 /// The version a legacy HTTP request without `MCP-Protocol-Version` is
-/// assumed to speak (MCP-NOTES §1.5).
+/// assumed to speak (MCP 2025-06-18, `basic/transports` § Protocol Version
+/// Header).
 pub const ASSUMED_LEGACY_VERSION: &str = "2025-03-26";
 
 /// `_meta` key: the protocol version of a modern request.
@@ -35,7 +37,7 @@ pub const META_SUBSCRIPTION_ID: &str = "io.modelcontextprotocol/subscriptionId";
 const RESERVED_META_PREFIX: &str = "io.modelcontextprotocol/";
 
 /// The results that carry `ttlMs` and `cacheScope` in the modern era
-/// (MCP-NOTES §2.2).
+/// (MCP 2026-07-28, `server/utilities/caching`).
 const CACHEABLE_METHODS: [&str; 6] = [
     "server/discover",
     "tools/list",
@@ -87,7 +89,8 @@ pub struct ModernRequestMeta {
 /// Reads the era of one request from its params.
 ///
 /// A request whose `_meta` names a protocol version is modern; anything else
-/// is legacy traffic (MCP-NOTES §1.3, "chosen by how the client opens").
+/// is legacy traffic: a dual-era server picks the era by how the client
+/// opens (MCP 2026-07-28, `basic/versioning` § Backward Compatibility).
 pub fn request_era(params: &Value) -> Era {
     match jsonrpc::meta(params).and_then(|m| m.get(META_PROTOCOL_VERSION)) {
         Some(_) => Era::Modern,
@@ -96,7 +99,8 @@ pub fn request_era(params: &Value) -> Era {
 }
 
 /// Methods 2026-07-28 removed: a modern request for one is `-32601`
-/// (MCP-NOTES §1.1), even though sluice serves them to legacy clients.
+/// (MCP 2026-07-28 changelog), even though sluice serves them to legacy
+/// clients.
 pub fn removed_in_modern(method: &str) -> bool {
     matches!(
         method,
@@ -110,7 +114,8 @@ pub fn removed_in_modern(method: &str) -> bool {
 
 /// Whether a request may receive `notifications/message`: a legacy client
 /// set its level once with `logging/setLevel`; a modern request must ask in
-/// its own `_meta`, else the server MUST NOT send any (MCP-NOTES §1.1).
+/// its own `_meta`, else the server MUST NOT send any (MCP 2026-07-28,
+/// `basic/index` § `_meta`).
 pub fn wants_log_messages(era: Era, params: &Value) -> bool {
     match era {
         Era::Legacy => true,
@@ -121,7 +126,7 @@ pub fn wants_log_messages(era: Era, params: &Value) -> bool {
 /// Validates the per-request `_meta` of a modern request.
 ///
 /// An unsupported version is `-32022` with the supported list; a missing
-/// required field is `-32602` (MCP-NOTES §1.1).
+/// required field is `-32602` (MCP 2026-07-28, `basic/index` § `_meta`).
 pub fn check_modern_meta(params: &Value) -> Result<ModernRequestMeta, RpcError> {
     let meta = jsonrpc::meta(params)
         .ok_or_else(|| RpcError::invalid_params("missing _meta on a 2026-07-28 request"))?;
@@ -266,7 +271,7 @@ pub fn shape_upstream_params(
 
 /// Translates an upstream error for the client's era: modern clients get
 /// `-32602` where legacy servers said `-32002` "resource not found"
-/// (MCP-NOTES §10.10).
+/// (2026-07-28 must not send `-32002`: an unknown resource is `-32602`).
 pub fn shape_error(era: Era, mut error: RpcError) -> RpcError {
     if era == Era::Modern && error.code == jsonrpc::LEGACY_RESOURCE_NOT_FOUND {
         error.code = jsonrpc::INVALID_PARAMS;
@@ -274,7 +279,8 @@ pub fn shape_error(era: Era, mut error: RpcError) -> RpcError {
     error
 }
 
-/// What the outcome of the upstream's era probe means (MCP-NOTES §1.3).
+/// What the outcome of the upstream's era probe means (MCP 2026-07-28,
+/// `basic/versioning` § Backward Compatibility).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum ProbeVerdict {
     /// The upstream speaks 2026-07-28.

@@ -4,12 +4,13 @@
 //! A legacy upstream asks for sampling or elicitation *during* a call, as a
 //! server-to-client request; a 2026-07-28 client only takes such questions
 //! as an `input_required` result, and answers by retrying the call with
-//! `inputResponses` and the `requestState` it was given (MCP-NOTES §7.3).
-//! sluice keeps the upstream call open and hands the client a state that
-//! names it. The state is attacker-controlled input, so it is sealed with
-//! HMAC-SHA256 and binds the parked call's handle, the method, a digest of
-//! the call's params and an expiry: a tampered, foreign, stale or replayed
-//! state is refused (MCP-NOTES §7.3 "server rules").
+//! `inputResponses` and the `requestState` it was given (MCP 2026-07-28,
+//! `basic/patterns/mrtr`). sluice keeps the upstream call open and hands the
+//! client a state that names it. The state is attacker-controlled input, so
+//! it is sealed with HMAC-SHA256 and binds the parked call's handle, the
+//! method, a digest of the call's params and an expiry: a tampered, foreign,
+//! stale or replayed state is refused (a server must reject state that fails
+//! verification).
 //!
 //! Wire form: `sluice1.<key id>.<base64url(payload JSON)>.<base64url(mac)>`.
 //! The key id tells one sluice's states from another's, so that a sluice

@@ -372,7 +372,8 @@ impl IssuerKeys {
     }
 
     /// RFC 8414 first, then OIDC discovery (both placements), as
-    /// MCP-NOTES §5.1 orders them; the metadata must name this issuer.
+    /// the MCP authorization spec (2025-11-25, Authorization Server
+    /// Metadata Discovery) orders them; the metadata must name this issuer.
     async fn discover_jwks_url(&self) -> Result<String, String> {
         let issuer = &self.config.issuer;
         let (origin, path) = split_origin(issuer);

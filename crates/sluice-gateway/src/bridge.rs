@@ -26,7 +26,9 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use rand::Rng;
 use serde_json::{Map, Value, json};
-use sluice_core::jsonrpc::{self, RpcError};
+use sluice_core::jsonrpc::RpcError;
+use sluice_core::method::Method;
+use sluice_core::policy::Denied;
 use sluice_core::request_state::{self, ParkedCall, StateKey};
 use tokio::sync::{mpsc, oneshot};
 use tokio::task::JoinHandle;
@@ -35,9 +37,6 @@ use tokio::time::Instant;
 use crate::downstream::RequestCtx;
 use crate::upstream::{Connection, Related};
 use sluice_core::policy::UpstreamFailure;
-
-/// The methods whose results may be `input_required` (MCP-NOTES §7.3).
-const BRIDGEABLE: [&str; 3] = ["tools/call", "prompts/get", "resources/read"];
 
 /// One forwarded call in progress.
 pub(crate) struct Flight {
@@ -122,9 +121,9 @@ impl Bridge {
 
     /// Whether this request is a retry of a call this sluice parked (a
     /// modern upstream's own state, or another sluice's, is forwarded).
-    pub(crate) fn is_resumption(&self, ctx: &RequestCtx, method: &str, params: &Value) -> bool {
+    pub(crate) fn is_resumption(&self, ctx: &RequestCtx, method: Method, params: &Value) -> bool {
         ctx.era == sluice_core::protocol::Era::Modern
-            && BRIDGEABLE.contains(&method)
+            && method.is_bridgeable()
             && params
                 .get("requestState")
                 .and_then(Value::as_str)
@@ -178,7 +177,7 @@ impl Bridge {
         ctx: &RequestCtx,
         method: &str,
         params: &Value,
-    ) -> Result<Flight, RpcError> {
+    ) -> Result<Flight, Denied> {
         let token = params
             .get("requestState")
             .and_then(Value::as_str)
@@ -186,7 +185,7 @@ impl Bridge {
         let call = self
             .key
             .open(token, method, params, now_ms())
-            .map_err(|e| RpcError::invalid_params(e.to_string()))?;
+            .map_err(|e| Denied::invalid_params(e.to_string()))?;
         let parked = {
             let mut parked = self.lock();
             let now = Instant::now();
@@ -203,40 +202,20 @@ impl Bridge {
             }
         };
         let parked = parked.ok_or_else(|| {
-            RpcError::invalid_params(
+            Denied::invalid_params(
                 "requestState refers to no open call: already answered, or expired",
             )
         })?;
         let answers = params.get("inputResponses").and_then(Value::as_object);
         for (key, reply) in parked.replies {
+            // The upstream is told its question went unanswered.
             let answer = answers.and_then(|a| a.get(&key)).cloned().ok_or_else(|| {
-                RpcError::new(
-                    jsonrpc::INVALID_PARAMS,
-                    format!("the client gave no answer for {key}"),
-                )
+                Denied::invalid_params(format!("the client gave no answer for {key}")).to_rpc()
             });
             let _ = reply.send(answer);
         }
         Ok(parked.flight)
     }
-}
-
-/// Whether the client declared the capability a question needs.
-pub(crate) fn declared(ctx: &RequestCtx, method: &str) -> bool {
-    let capability = match method {
-        "sampling/createMessage" => "sampling",
-        "elicitation/create" => "elicitation",
-        "roots/list" => "roots",
-        _ => return false,
-    };
-    ctx.client_capabilities
-        .get(capability)
-        .is_some_and(|c| !c.is_null())
-}
-
-/// Whether a method's result may be `input_required`.
-pub(crate) fn bridgeable(method: &str) -> bool {
-    BRIDGEABLE.contains(&method)
 }
 
 pub(crate) fn now_ms() -> u64 {

@@ -716,11 +716,6 @@ impl Hub {
         }
     }
 
-    /// Whether a lockfile is in force (only approved entries are served).
-    pub(crate) fn is_pinned(&self) -> bool {
-        self.live().lock.is_some()
-    }
-
     /// Forgets the listen streams of an upstream whose connection ended
     /// (they ended with it; a reconnect starts them again).
     fn forget_resource_listens(&self, upstream: &str) {

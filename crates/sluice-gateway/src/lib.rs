@@ -11,13 +11,14 @@
 //! - [`downstream`]: the clients. `stdio` serves one client on
 //!   stdin/stdout, `http` serves many over Streamable HTTP; both eras on
 //!   both.
-//! - `router`: what sluice does with each request ([`Gateway::handle`]):
-//!   answer from the federated catalog, or forward to the upstream that owns
-//!   the name or URI.
-//! - `listing`: every list a page at a time, and progressive mode's
-//!   meta-tools.
-//! - `bridge`: a forwarded call in flight, and the MRTR bridge that turns a
-//!   legacy upstream's mid-call questions into `input_required` rounds for
+//! - `router`: what sluice does with each request ([`Gateway::handle`]),
+//!   one concern a file: answer from the federated catalog, or forward to
+//!   the upstream that owns the name or URI. Every decision on the way is
+//!   `sluice_core::policy`'s, taken on one snapshot per request; a refusal
+//!   is a `sluice_core::policy::Denied` until the router's [`Reply`]
+//!   converts it, once, for the transport.
+//! - `bridge`: a forwarded call in flight, and the MRTR bridge that parks a
+//!   legacy upstream's mid-call questions as `input_required` rounds for
 //!   2026-07-28 clients.
 //! - `upstream`: one supervisor task per upstream: connect, probe the era,
 //!   read the catalog to its last page, relay, restart with backoff.
@@ -31,8 +32,6 @@
 //!   trail both are made from.
 //! - [`doctor`]: `sluice doctor`'s probes of any MCP server, judged by
 //!   `sluice_core::doctor`.
-//! - `rescue`: the one place a gateway failure becomes a JSON-RPC error,
-//!   with the table of sluice's own codes.
 //! - [`gateway`]: the running whole: supervisors, the published catalog
 //!   (each upstream's complete read, as approved by `sluice.lock`), client
 //!   events, health; and the one-shot catalog reads of `sluice lock` and
@@ -44,14 +43,13 @@ mod bridge;
 pub mod doctor;
 pub mod downstream;
 pub mod gateway;
-mod listing;
 pub mod ops;
 pub mod outbound;
 mod pending;
 mod ratelimit;
-pub mod rescue;
 mod router;
 mod upstream;
 
 pub use gateway::Gateway;
+pub use router::Reply;
 pub use sluice_core::health::UpstreamStatus;

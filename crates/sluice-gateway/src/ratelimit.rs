@@ -1,10 +1,9 @@
 //! Every tool call passes a rate limiter (S-24): GCRA, keyed by principal
 //! and tool, so one client's burst never spends another's allowance.
 //!
-//! Which rate applies is the most specific configured: the upstream's
-//! `tool_rate_limit` for that tool, else its `rate_limit`, else
-//! `[ratelimit] default`. A rate of `N/period` allows a burst of N and
-//! then one call every period/N.
+//! Which rate applies is decided by `sluice_core::policy::admit`: the most
+//! specific configured. A rate of `N/period` allows a burst of N and then
+//! one call every period/N.
 //!
 //! With `[ratelimit] backend = "memory"` the allowances live in this
 //! process (`governor`). With `"redis"` they live in Redis, so every
@@ -24,6 +23,7 @@ use governor::{DefaultKeyedRateLimiter, Quota, RateLimiter};
 use redis::aio::{ConnectionManager, ConnectionManagerConfig};
 use sha2::{Digest, Sha256};
 use sluice_core::config::{Config, Rate, RateLimitBackend, without_password};
+use sluice_core::policy::admit::RateScope;
 use tokio::time::Instant;
 
 type Limiter = DefaultKeyedRateLimiter<(String, String)>;
@@ -116,34 +116,36 @@ impl RateLimits {
         }
     }
 
-    /// Counts one call of `tool` (the upstream's name; `exposed` is the
-    /// client's) by `principal`; over the limit, how long until the next
-    /// call would pass.
+    /// Counts one call of `tool` (the upstream's name) under `key` (see
+    /// `policy::admit::rate_key`) against the rate `scope` names; over the
+    /// limit, how long until the next call would pass.
     pub(crate) async fn check(
         &self,
-        principal: &str,
+        scope: RateScope,
         upstream: &str,
         tool: &str,
-        exposed: &str,
+        key: (String, String),
     ) -> Result<(), Duration> {
-        let limit = match self.tools.get(&(upstream.to_owned(), tool.to_owned())) {
+        let limit = match scope {
+            RateScope::Tool => self.tools.get(&(upstream.to_owned(), tool.to_owned())),
+            RateScope::Upstream => self.upstreams.get(upstream),
+            RateScope::Default => None,
+        };
+        let limit = match limit {
             Some(specific) => specific.as_ref(),
-            None => match self.upstreams.get(upstream) {
-                Some(specific) => specific.as_ref(),
-                None => self.default.as_ref(),
-            },
+            None => self.default.as_ref(),
         };
         let Some(limit) = limit else {
             return Ok(());
         };
         if let Some(shared) = &self.shared
-            && let Some(verdict) = shared.check(principal, exposed, limit.rate).await
+            && let Some(verdict) = shared.check(&key.0, &key.1, limit.rate).await
         {
             return verdict;
         }
         limit
             .limiter
-            .check_key(&(principal.to_owned(), exposed.to_owned()))
+            .check_key(&key)
             .map_err(|not_until| not_until.wait_time_from(self.clock.now()))
     }
 
@@ -301,7 +303,27 @@ mod tests {
     use super::*;
     use sluice_core::config::Source;
 
-    fn limits(toml: &str) -> RateLimits {
+    /// The limiters of a config, checked as the router checks them.
+    struct Limits {
+        limits: RateLimits,
+        config: Config,
+    }
+
+    impl Limits {
+        async fn check(
+            &self,
+            principal: &str,
+            upstream: &str,
+            tool: &str,
+            exposed: &str,
+        ) -> Result<(), Duration> {
+            let scope = sluice_core::policy::admit::rate_scope(&self.config, upstream, tool);
+            let key = (principal.to_owned(), exposed.to_owned());
+            self.limits.check(scope, upstream, tool, key).await
+        }
+    }
+
+    fn limits(toml: &str) -> Limits {
         let config = Config::from_toml(
             Source {
                 name: "t.toml",
@@ -310,7 +332,10 @@ mod tests {
             &|_| None,
         )
         .unwrap();
-        RateLimits::new(&config)
+        Limits {
+            limits: RateLimits::new(&config),
+            config,
+        }
     }
 
     #[tokio::test]

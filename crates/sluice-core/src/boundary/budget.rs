@@ -1,4 +1,4 @@
-//! The read budget (seed 003, DESIGN decisions 5 and 6).
+//! The read budget: how large a read result may be before it is refused.
 //!
 //! A *read* result (a read-only tool's result, `resources/read`,
 //! `prompts/get`, and any `input_required` result, since nothing has

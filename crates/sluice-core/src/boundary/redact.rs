@@ -1,4 +1,4 @@
-//! Secret redaction over every string of a result (DESIGN decision 7).
+//! Secret redaction over every string of a result.
 //!
 //! Three rules, each replacing what it finds with [`REDACTED`] and keeping
 //! the JSON structure and keys:

@@ -3,8 +3,7 @@
 //! The definition is the part of an entry that tells a model what the entry
 //! does and how to use it; a change to any of it is drift. Fields that vary
 //! without the entry changing meaning (a resource's `size`, `_meta`,
-//! `icons`) are not part of it. Each kind has its own fields (seed 004,
-//! DESIGN decision 4):
+//! `icons`) are not part of it. Each kind has its own fields:
 //!
 //! | list               | fields                                                              |
 //! |--------------------|---------------------------------------------------------------------|

@@ -3,8 +3,8 @@
 //!
 //! A comparison runs only on a [`CatalogRead::Complete`] read. An
 //! incomplete read is [`Verdict::NotEstablished`]: it says nothing about
-//! whether the catalog changed (seed 004: "a catalog that could not be fully
-//! acquired is not a catalog that changed").
+//! whether the catalog changed: a catalog that could not be fully acquired
+//! is not a catalog that changed.
 //!
 //! What clients see ([`approve`]):
 //!

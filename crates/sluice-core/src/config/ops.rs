@@ -3,10 +3,8 @@
 
 use std::net::SocketAddr;
 
-use serde::Deserialize;
-use toml::Spanned;
-
-use super::Diagnostics;
+use super::diagnostics::Diagnostics;
+use super::raw::{RawMetrics, RawTelemetry};
 
 /// `[metrics]`: the Prometheus endpoint.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -49,21 +47,6 @@ impl Default for TelemetryConfig {
             sample_ratio: 1.0,
         }
     }
-}
-
-#[derive(Debug, Deserialize, Default)]
-#[serde(deny_unknown_fields)]
-pub(super) struct RawMetrics {
-    enabled: Option<bool>,
-    listen: Option<Spanned<String>>,
-}
-
-#[derive(Debug, Deserialize, Default)]
-#[serde(deny_unknown_fields)]
-pub(super) struct RawTelemetry {
-    otlp_endpoint: Option<Spanned<String>>,
-    service_name: Option<Spanned<String>>,
-    sample_ratio: Option<Spanned<f64>>,
 }
 
 pub(super) fn validate_metrics(

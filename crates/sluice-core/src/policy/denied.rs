@@ -29,7 +29,7 @@ use std::time::Duration;
 
 use serde_json::{Value, json};
 
-use crate::audit::Decision;
+use crate::audit::{self, Decision};
 use crate::boundary::budget::{self, Surface};
 use crate::catalog::drift::DriftKind;
 use crate::health::UpstreamState;
@@ -143,6 +143,10 @@ pub enum Denied {
     /// An error `protocol` judged in the request's `_meta`, as it gave it.
     #[error("{}", .0.message)]
     Protocol(RpcError),
+    /// Params a core rule refused (a list's limit, fields or cursor, a
+    /// request state), with that rule's error.
+    #[error("{}", .0.message)]
+    Params(RpcError),
 
     // --- the HTTP transport (admission) ---
     /// More header fields, or header bytes, than sluice reads.
@@ -351,7 +355,7 @@ impl Denied {
             Denied::InvalidParams(_)
             | Denied::UnknownEntry { .. }
             | Denied::SensitiveElicitation => RpcError::new(jsonrpc::INVALID_PARAMS, message),
-            Denied::Protocol(e) | Denied::ClientError(e) => e.clone(),
+            Denied::Protocol(e) | Denied::Params(e) | Denied::ClientError(e) => e.clone(),
             Denied::InvalidMessage(_)
             | Denied::HeadersTooLarge { .. }
             | Denied::Forbidden(_)
@@ -441,6 +445,22 @@ impl Denied {
         }
     }
 
+    /// The upstream and audit target a refusal names when it was decided
+    /// after routing (a drift block): the target is the exposed name, or
+    /// for a resource its URI's scheme (never the URI).
+    pub fn routed(&self) -> Option<(&str, String)> {
+        match self {
+            Denied::DriftBlocked {
+                kind: ListKind::Resources,
+                name,
+                upstream,
+                ..
+            } => Some((upstream, audit::resource_kind(name))),
+            Denied::DriftBlocked { name, upstream, .. } => Some((upstream, name.clone())),
+            _ => None,
+        }
+    }
+
     /// What the audit log and the metrics record for it.
     pub fn decision(&self) -> Decision {
         match self {
@@ -455,6 +475,13 @@ impl Denied {
             // answer.
             _ => Decision::Invalid,
         }
+    }
+}
+
+impl From<RpcError> for Denied {
+    /// A core rule's refusal of the params (see [`Denied::Params`]).
+    fn from(error: RpcError) -> Denied {
+        Denied::Params(error)
     }
 }
 

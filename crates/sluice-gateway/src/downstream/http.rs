@@ -29,7 +29,7 @@
 use std::collections::HashMap;
 use std::convert::Infallible;
 use std::net::SocketAddr;
-use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::sync::{Arc, Mutex, MutexGuard, OnceLock, PoisonError};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use axum::Extension;
@@ -62,7 +62,8 @@ use crate::auth::{Auth, Refusal as Refusal401};
 use crate::gateway::Gateway;
 use crate::ops::metrics;
 use crate::pending::Pending;
-use crate::rescue::Refused;
+use sluice_core::policy::Denied;
+use sluice_core::policy::denied::status;
 
 /// How often an SSE stream with nothing to say sends a comment, which also
 /// tells sluice when the client is gone.
@@ -576,7 +577,6 @@ async fn modern_request(state: Arc<HttpState>, headers: &HeaderMap, request: Inc
         session: None,
         scoped: state.gateway.auth().is_on(),
         principal,
-        refusal: Default::default(),
         trail: Default::default(),
     };
     respond(
@@ -654,7 +654,6 @@ async fn legacy_request(state: Arc<HttpState>, headers: &HeaderMap, request: Inc
         session: Some(Arc::clone(&session)),
         scoped: state.gateway.auth().is_on(),
         principal,
-        refusal: Default::default(),
         trail: Default::default(),
     };
     let answers = Some(Arc::clone(&session.answers));
@@ -702,26 +701,32 @@ async fn respond(
     let (tx, mut rx) = mpsc::channel::<Value>(256);
     ctx.link = Some(ClientLink::new(tx.clone(), answers));
     let era = ctx.era;
-    let refusal = ctx.refusal.clone();
+    // sluice's own refusal, for the status of a plain JSON answer: set by
+    // the request's task before it sends the answer.
+    let refusal: Arc<OnceLock<Denied>> = Arc::default();
+    let task_refusal = Arc::clone(&refusal);
     let task_gateway = Arc::clone(&gateway);
     tokio::spawn(async move {
         let gateway = task_gateway;
         let handled = gateway.handle(&ctx, &method, params);
-        let outcome = match &cancel {
+        let reply = match &cancel {
             Cancel::OnClose => tokio::select! {
-                outcome = handled => Some(outcome),
+                reply = handled => Some(reply),
                 () = tx.closed() => None,
             },
             Cancel::OnNotification(token) => tokio::select! {
-                outcome = handled => Some(outcome),
+                reply = handled => Some(reply),
                 () = token.cancelled() => None,
             },
         };
         if let Some(session) = &ctx.session {
             session.untrack(&id);
         }
-        if let Some(outcome) = outcome {
-            let _ = tx.send(jsonrpc::response(id, outcome)).await;
+        if let Some(reply) = reply {
+            if let Some(denied) = reply.refusal {
+                let _ = task_refusal.set(denied);
+            }
+            let _ = tx.send(jsonrpc::response(id, reply.answer)).await;
         }
     });
     match rx.recv().await {
@@ -737,34 +742,26 @@ async fn respond(
     }
 }
 
-/// A plain JSON answer, with the HTTP status its error calls for: sluice's
-/// own refusals (never an upstream's error code) give 429 and 403.
-fn answer_response(auth: &Auth, era: Era, answer: &Value, refused: Option<&Refused>) -> Response {
-    let code = answer.pointer("/error/code").and_then(Value::as_i64);
-    let (status, extra) = match (refused, code) {
-        (Some(Refused::RateLimited(wait)), _) => {
-            let secs = wait.as_secs() + u64::from(wait.subsec_nanos() > 0);
-            (
-                StatusCode::TOO_MANY_REQUESTS,
-                Some((header::RETRY_AFTER, secs.max(1).to_string())),
-            )
+/// A plain JSON answer, with the HTTP status its refusal calls for
+/// (`Denied::http_status`: sluice's own refusals, never an upstream's error
+/// code, give 429 and 403).
+fn answer_response(auth: &Auth, era: Era, answer: &Value, refused: Option<&Denied>) -> Response {
+    let status = refused.map_or(status::OK, |denied| denied.http_status(era));
+    let mut response = json_response(
+        StatusCode::from_u16(status).unwrap_or(StatusCode::OK),
+        answer,
+        None,
+    );
+    let extra = refused.and_then(|denied| {
+        if let Some(secs) = denied.retry_after_secs() {
+            return Some((header::RETRY_AFTER, secs.to_string()));
         }
-        (Some(Refused::InsufficientScope(scopes)), _) => (
-            StatusCode::FORBIDDEN,
-            Some((
-                header::WWW_AUTHENTICATE,
-                auth.challenge(&Refusal401::Insufficient(scopes.clone())),
-            )),
-        ),
-        (None, Some(jsonrpc::METHOD_NOT_FOUND)) if era == Era::Modern => {
-            (StatusCode::NOT_FOUND, None)
-        }
-        (None, Some(jsonrpc::MISSING_CLIENT_CAPABILITY)) if era == Era::Modern => {
-            (StatusCode::BAD_REQUEST, None)
-        }
-        _ => (StatusCode::OK, None),
-    };
-    let mut response = json_response(status, answer, None);
+        let scopes = denied.required_scopes()?.to_vec();
+        Some((
+            header::WWW_AUTHENTICATE,
+            auth.challenge(&Refusal401::Insufficient(scopes)),
+        ))
+    });
     if let Some((name, value)) = extra
         && let Ok(value) = HeaderValue::try_from(value)
     {
@@ -1078,17 +1075,26 @@ mod tests {
         for code in [-32011, -32012] {
             let answer = json!({"jsonrpc": "2.0", "id": 1, "error": {"code": code, "message": "x",
                 "data": {"requiredScopes": ["admin:all"], "retryAfterMs": 5}}});
-            let r = answer_response(&auth, Era::Modern, &answer, None);
+            let relayed = Denied::Upstream(sluice_core::policy::UpstreamFailure::Rpc(
+                sluice_core::jsonrpc::RpcError::new(code, "x"),
+            ));
+            let r = answer_response(&auth, Era::Modern, &answer, Some(&relayed));
             assert_eq!(r.status(), StatusCode::OK);
             assert!(r.headers().get(header::WWW_AUTHENTICATE).is_none());
             assert!(r.headers().get(header::RETRY_AFTER).is_none());
         }
         let answer = json!({"jsonrpc": "2.0", "id": 1, "error": {"code": -32011, "message": "x"}});
-        let limited = Refused::RateLimited(Duration::from_millis(1500));
+        let limited = Denied::RateLimited {
+            tool: "t".into(),
+            retry_after: Duration::from_millis(1500),
+        };
         let r = answer_response(&auth, Era::Legacy, &answer, Some(&limited));
         assert_eq!(r.status(), StatusCode::TOO_MANY_REQUESTS);
         assert_eq!(r.headers()[header::RETRY_AFTER], "2");
-        let scoped = Refused::InsufficientScope(vec!["files:write".into()]);
+        let scoped = Denied::InsufficientScope {
+            target: "t".into(),
+            required: vec!["files:write".into()],
+        };
         let r = answer_response(&auth, Era::Modern, &answer, Some(&scoped));
         assert_eq!(r.status(), StatusCode::FORBIDDEN);
         assert_eq!(

@@ -15,7 +15,9 @@ use std::time::Duration;
 
 use serde_json::{Value, json};
 use sluice_core::access::Principal;
-use sluice_core::jsonrpc::{self, RpcError};
+use sluice_core::jsonrpc;
+use sluice_core::method::notification;
+use sluice_core::policy::Denied;
 use sluice_core::protocol::Era;
 use tokio::sync::{broadcast, mpsc};
 use tokio::time::Instant;
@@ -24,7 +26,6 @@ use tokio_util::sync::CancellationToken;
 use crate::gateway::ClientEvent;
 use crate::ops::Trail;
 use crate::pending::Pending;
-use crate::rescue::RefusalSlot;
 
 /// One client request, as the router sees it.
 pub struct RequestCtx {
@@ -51,8 +52,6 @@ pub struct RequestCtx {
     /// Whether `[[auth.require]]` applies: over HTTP with `[auth]` on. The
     /// stdio client is the local user who started sluice.
     pub scoped: bool,
-    /// sluice's own refusal of the request, if any (HTTP status).
-    pub refusal: RefusalSlot,
     /// What the router learned handling it, for metrics and the audit log.
     pub trail: Trail,
 }
@@ -139,9 +138,9 @@ impl ClientLink {
         method: &str,
         params: Value,
         timeout: Duration,
-    ) -> Result<Value, RpcError> {
+    ) -> Result<Value, Denied> {
         let Some(answers) = &self.answers else {
-            return Err(RpcError::method_not_found(method));
+            return Err(Denied::MethodNotFound(method.to_owned()));
         };
         let (id, rx) = answers.register();
         let sent = self
@@ -150,7 +149,7 @@ impl ClientLink {
             .await;
         if sent.is_err() {
             answers.forget(id);
-            return Err(RpcError::new(jsonrpc::INTERNAL_ERROR, "the client is gone"));
+            return Err(Denied::ClientGone);
         }
         let gone = async {
             match &self.gone {
@@ -166,12 +165,9 @@ impl ClientLink {
         answers.forget(id);
         match answer {
             Some(Ok(Ok(Ok(result)))) => Ok(result),
-            Some(Ok(Ok(Err(Some(error))))) => Err(error),
-            Some(Err(_)) => Err(RpcError::new(
-                jsonrpc::INTERNAL_ERROR,
-                format!("the client did not answer {method} in time"),
-            )),
-            Some(_) | None => Err(RpcError::new(jsonrpc::INTERNAL_ERROR, "the client is gone")),
+            Some(Ok(Ok(Err(Some(error))))) => Err(Denied::ClientError(error)),
+            Some(Err(_)) => Err(Denied::ClientTimeout(method.to_owned())),
+            Some(_) | None => Err(Denied::ClientGone),
         }
     }
 }
@@ -288,10 +284,10 @@ impl ClientSession {
                         if !Self::lock(&session.subscriptions).contains_key(uri) {
                             continue;
                         }
-                        jsonrpc::notification("notifications/resources/updated", params)
+                        jsonrpc::notification(notification::RESOURCE_UPDATED, params)
                     }
                     Ok(ClientEvent::Log(params)) => {
-                        jsonrpc::notification("notifications/message", params)
+                        jsonrpc::notification(notification::MESSAGE, params)
                     }
                     Err(broadcast::error::RecvError::Lagged(_)) => continue,
                     Err(broadcast::error::RecvError::Closed) => return,

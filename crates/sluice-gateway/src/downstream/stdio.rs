@@ -1,6 +1,6 @@
 //! Serving one client over stdin/stdout (newline-delimited JSON-RPC).
 //!
-//! The era is chosen by how the client opens (MCP-NOTES §1.3): a request
+//! The era is chosen by how the client opens (MCP 2026-07-28, Versioning): a request
 //! whose `_meta` names the version is served statelessly (modern); an
 //! `initialize` makes the process a legacy session, whose client may then
 //! receive `list_changed`, log messages and relayed sampling or elicitation
@@ -13,7 +13,9 @@ use std::sync::{Arc, Mutex, PoisonError};
 use futures::StreamExt;
 use serde_json::Value;
 use sluice_core::access::{self, Principal};
-use sluice_core::jsonrpc::{self, EnvelopeError, Message, RpcError};
+use sluice_core::jsonrpc::{self, EnvelopeError, Message};
+use sluice_core::method::{Method, notification};
+use sluice_core::policy::Denied;
 use sluice_core::protocol::{self, Era};
 use tokio::io::{AsyncRead, AsyncWrite, AsyncWriteExt};
 use tokio::sync::mpsc;
@@ -105,11 +107,10 @@ pub async fn serve(
         let line = match frame {
             Some(Ok(line)) => line,
             Some(Err(AnyDelimiterCodecError::MaxChunkLengthExceeded)) => {
-                let e = RpcError::new(
-                    jsonrpc::INVALID_REQUEST,
-                    "message exceeds the transport ceiling",
-                );
-                let _ = out_tx.send(jsonrpc::response(Value::Null, Err(e))).await;
+                let e = Denied::InvalidMessage("message exceeds the transport ceiling".into());
+                let _ = out_tx
+                    .send(jsonrpc::response(Value::Null, Err(e.to_rpc())))
+                    .await;
                 continue;
             }
             Some(Err(AnyDelimiterCodecError::Io(_))) | None => break,
@@ -143,17 +144,19 @@ struct StdioClient {
 }
 
 impl StdioClient {
+    /// Answers a message that is not a request sluice can take.
+    async fn refuse(&self, denied: Denied) {
+        let answer = jsonrpc::response(Value::Null, Err(denied.to_rpc()));
+        let _ = self.out.send(answer).await;
+    }
+
     async fn handle_line(&mut self, line: &[u8]) {
         let message = match Message::parse(line) {
-            None => {
-                let e = RpcError::new(jsonrpc::PARSE_ERROR, "Parse error");
-                let _ = self.out.send(jsonrpc::response(Value::Null, Err(e))).await;
-                return;
-            }
+            None => return self.refuse(Denied::ParseError).await,
             Some(Err(e)) => {
-                let e = RpcError::new(jsonrpc::INVALID_REQUEST, envelope_message(&e));
-                let _ = self.out.send(jsonrpc::response(Value::Null, Err(e))).await;
-                return;
+                return self
+                    .refuse(Denied::InvalidMessage(envelope_message(&e)))
+                    .await;
             }
             Some(Ok(message)) => message,
         };
@@ -161,7 +164,7 @@ impl StdioClient {
             Message::Request { id, method, params } => self.request(id, method, params).await,
             // initialized, roots/list_changed, ...: nothing to do.
             Message::Notification { method, params } => {
-                if method == "notifications/cancelled" {
+                if method == notification::CANCELLED {
                     self.cancel(&params);
                 }
             }
@@ -177,7 +180,7 @@ impl StdioClient {
 
     async fn request(&mut self, id: Value, method: String, params: Value) {
         let era = protocol::request_era(&params);
-        if era == Era::Legacy && method == "initialize" {
+        if era == Era::Legacy && Method::parse(&method) == Method::Initialize {
             let (result, session) = self
                 .gateway
                 .initialize(&params, Arc::clone(&self.principal));
@@ -222,7 +225,6 @@ impl StdioClient {
             session: self.session.clone().filter(|_| era == Era::Legacy),
             principal: Arc::clone(&self.principal),
             scoped: false,
-            refusal: Default::default(),
             trail: Default::default(),
         };
         let gateway = Arc::clone(&self.gateway);
@@ -230,9 +232,9 @@ impl StdioClient {
         let modern_inflight = Arc::clone(&self.modern_inflight);
         tokio::spawn(async move {
             let outcome = tokio::select! {
-                outcome = gateway.handle(&ctx, &method, params) => Some(outcome),
+                reply = gateway.handle(&ctx, &method, params) => Some(reply.answer),
                 // Cancelled: dropping the handler cancels upstream; the
-                // client gets no answer (MCP-NOTES §7.2).
+                // client gets no answer (MCP 2025-11-25, Cancellation).
                 () = token.cancelled() => None,
             };
             match &ctx.session {

@@ -2,12 +2,12 @@
 //! log, and the facts both are made from.
 //!
 //! The router records, on each request's [`Trail`], what it learned while
-//! handling it (the upstream it routed to, what sluice decided, how long
-//! the upstream took, how large the answer was). When the request is
-//! answered, [`Ops::finish`] turns the trail into one observation: counted
-//! and timed in the metrics, and written as one row of the audit log. The
-//! decision names come from `sluice_core::audit`; nothing here holds an
-//! argument, a result or an error message.
+//! handling it (the upstream it routed to, how long the upstream took, how
+//! large the answer was). When the request is answered, the router's
+//! decision (from its refusal, or the result) and the trail make one
+//! observation: counted and timed in the metrics, and written as one row of
+//! the audit log. The decision names come from `sluice_core::audit`;
+//! nothing here holds an argument, a result or an error message.
 
 pub mod audit;
 pub mod metrics;
@@ -24,17 +24,6 @@ use tokio::time::Instant;
 
 pub use audit::AuditSink;
 
-/// The methods whose every request is a decision worth a record: they
-/// reach an upstream, or are refused on the way.
-pub const AUDITED_METHODS: [&str; 6] = [
-    "tools/call",
-    "prompts/get",
-    "resources/read",
-    "resources/subscribe",
-    "resources/unsubscribe",
-    "completion/complete",
-];
-
 /// Where a gateway's observations go.
 #[derive(Clone, Default)]
 pub struct Ops {
@@ -50,7 +39,6 @@ pub struct Trail(Mutex<Facts>);
 struct Facts {
     upstream: Option<String>,
     target: Option<String>,
-    decision: Option<Decision>,
     upstream_time: Option<Duration>,
     size: Option<usize>,
 }
@@ -67,11 +55,6 @@ impl Trail {
         let mut facts = self.facts();
         facts.upstream = Some(upstream.to_owned());
         facts.target = target.map(str::to_owned);
-    }
-
-    /// sluice decided; the first decision recorded stands.
-    pub(crate) fn decide(&self, decision: Decision) {
-        self.facts().decision.get_or_insert(decision);
     }
 
     /// The upstream took `elapsed` to answer (added up over MRTR rounds).
@@ -119,9 +102,13 @@ impl Ops {
         }
     }
 
-    /// Counts one request, times it, and writes its audit row; `outcome`
+    /// Counts one request, times it, and writes its audit row; `answered`
     /// is `None` when it was cancelled.
-    fn record(&self, request: &InFlight<'_>, outcome: Option<&Result<Value, RpcError>>) {
+    fn record(
+        &self,
+        request: &InFlight<'_>,
+        answered: Option<(Decision, &Result<Value, RpcError>)>,
+    ) {
         let InFlight {
             method,
             principal,
@@ -132,13 +119,8 @@ impl Ops {
         } = *request;
         let elapsed = started.0.elapsed();
         let facts = std::mem::take(&mut *trail.facts());
-        let decision = facts.decision.unwrap_or(match outcome {
-            Some(Ok(result)) => Decision::of_result(result),
-            // An error no step claimed is sluice's own refusal of a
-            // request it could not route (unknown name, bad params).
-            Some(Err(_)) => Decision::Invalid,
-            None => Decision::Cancelled,
-        });
+        let decision = answered.map_or(Decision::Cancelled, |(decision, _)| decision);
+        let outcome = answered.map(|(_, answer)| answer);
         span.record("mcp.outcome", decision.as_str());
         if let Some(upstream) = &facts.upstream {
             span.record("mcp.upstream", upstream.as_str());
@@ -188,9 +170,11 @@ pub(crate) struct InFlight<'a> {
 
 impl InFlight<'_> {
     /// The request was answered with `outcome`.
-    pub(crate) fn answered(mut self, outcome: &Result<Value, RpcError>) {
+    /// The request was answered with `answer`; `decision` is what sluice
+    /// decided on the way.
+    pub(crate) fn answered(mut self, decision: Decision, answer: &Result<Value, RpcError>) {
         self.recorded = true;
-        self.ops.record(&self, Some(outcome));
+        self.ops.record(&self, Some((decision, answer)));
     }
 }
 

@@ -32,7 +32,7 @@ use sluice_core::catalog::UpstreamCatalog;
 use sluice_core::catalog::drift::NotEstablished;
 use sluice_core::config::{Config, UpstreamConfig, UpstreamTransport};
 use sluice_core::discovery::{CatalogRead, CatalogStep, CatalogWalk, WalkLimits};
-use sluice_core::health::UpstreamStatus;
+use sluice_core::health::{CatalogState, UpstreamStatus};
 use sluice_core::jsonrpc;
 use sluice_core::policy::UpstreamFailure;
 use sluice_core::protocol::{self, Era, ProbeVerdict};
@@ -190,6 +190,15 @@ impl Upstream {
                 state: self.status().state,
             }),
         }
+    }
+
+    /// Whether a read of its catalog has finished at least once.
+    pub(crate) fn has_catalog(&self) -> bool {
+        self.status
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .catalog
+            != CatalogState::None
     }
 
     pub(crate) fn status(&self) -> UpstreamStatus {

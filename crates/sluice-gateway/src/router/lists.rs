@@ -4,18 +4,17 @@
 //! `sluice_core::envelope`'s; this module feeds them the catalog.
 
 use serde_json::{Value, json};
-use sluice_core::boundary::budget;
 use sluice_core::config::CatalogMode;
-use sluice_core::discovery::ListKind;
 use sluice_core::envelope::{
     DEFAULT_LIMIT, Fields, Position, Shape, build_page, parse_fields, parse_limit, resume_at,
 };
-use sluice_core::jsonrpc::RpcError;
+use sluice_core::method::ListKind;
+use sluice_core::policy::{Denied, answer, route};
 use sluice_core::progressive::{self, DESCRIBE_TOOL, LIST_SERVERS, LIST_TOOLS};
 
+use super::Snapshot;
 use crate::bridge::now_ms;
 use crate::gateway::Gateway;
-use crate::rescue;
 
 /// The rows of one list: what identifies each, in list order, and how to
 /// build the row at an index (only the rows of the page are built).
@@ -27,13 +26,17 @@ struct Rows<F> {
 impl Gateway {
     /// One page of an MCP list. Progressive mode lists the meta-tools in
     /// place of the tools.
-    pub(crate) fn list(&self, kind: ListKind, params: &Value) -> Result<Value, RpcError> {
-        let live = self.live();
-        let catalog = &live.config.catalog;
+    pub(super) fn list(
+        &self,
+        snap: &Snapshot,
+        kind: ListKind,
+        params: &Value,
+    ) -> Result<Value, Denied> {
+        let catalog = &snap.live.config.catalog;
         let rows = if kind == ListKind::Tools && catalog.mode == CatalogMode::Progressive {
             progressive::meta_tools()
         } else {
-            self.federation().list(kind).to_vec()
+            snap.federation.list(kind).to_vec()
         };
         let keys = rows
             .iter()
@@ -64,17 +67,22 @@ impl Gateway {
 
     /// A call of a meta-tool other than `sluice_call_tool`; `None` when
     /// `name` is not one.
-    pub(crate) fn meta_call(&self, name: &str, args: &Value) -> Option<Result<Value, RpcError>> {
+    pub(super) fn meta_call(
+        &self,
+        snap: &Snapshot,
+        name: &str,
+        args: &Value,
+    ) -> Option<Result<Value, Denied>> {
         let answer = match name {
-            LIST_SERVERS => self.list_servers(args),
-            LIST_TOOLS => self.list_tools(args),
-            DESCRIBE_TOOL => self.describe_tool(args),
+            LIST_SERVERS => self.list_servers(snap, args),
+            LIST_TOOLS => self.list_tools(snap, args),
+            DESCRIBE_TOOL => self.describe_tool(snap, args),
             _ => return None,
         };
         Some(answer.map(progressive::tool_result))
     }
 
-    fn list_servers(&self, args: &Value) -> Result<Value, RpcError> {
+    fn list_servers(&self, snap: &Snapshot, args: &Value) -> Result<Value, Denied> {
         let limit = parse_limit(args.get("limit"), DEFAULT_LIMIT)?;
         let fields = parse_fields(args.get("fields"), Fields::Lite)?;
         let statuses = self.upstream_statuses();
@@ -92,16 +100,16 @@ impl Gateway {
             },
             args.get("cursor"),
             limit,
-            self.live().config.catalog.page_bytes,
+            snap.live.config.catalog.page_bytes,
             items(),
         )
     }
 
-    fn list_tools(&self, args: &Value) -> Result<Value, RpcError> {
+    fn list_tools(&self, snap: &Snapshot, args: &Value) -> Result<Value, Denied> {
         let limit = parse_limit(args.get("limit"), DEFAULT_LIMIT)?;
         let fields = parse_fields(args.get("fields"), Fields::Lite)?;
         let filter = progressive::tool_filter(args)?;
-        let fed = self.federation();
+        let fed = &snap.federation;
         let mut matching = Vec::new();
         for tool in fed.list(ListKind::Tools) {
             let Some(name) = tool.get("name").and_then(Value::as_str) else {
@@ -122,53 +130,38 @@ impl Gateway {
                 keys,
                 row: |i: usize| {
                     let (_, tool, route) = &matching[i];
-                    let read_only = self.is_read_only(&route.upstream, &route.name, Some(tool));
+                    let read_only = is_read_only(snap, &route.upstream, &route.name, Some(tool));
                     progressive::tool_row(tool, &route.upstream, read_only, fields)
                 },
             },
             args.get("cursor"),
             limit,
-            self.live().config.catalog.page_bytes,
+            snap.live.config.catalog.page_bytes,
             items(),
         )
     }
 
-    fn describe_tool(&self, args: &Value) -> Result<Value, RpcError> {
+    fn describe_tool(&self, snap: &Snapshot, args: &Value) -> Result<Value, Denied> {
         let Some(name) = args.get("name").and_then(Value::as_str) else {
-            return Err(RpcError::invalid_params(
+            return Err(Denied::invalid_params(
                 "arguments.name must be a tool's name",
             ));
         };
-        let fed = self.federation();
-        match (fed.tool(name), fed.route_tool(name)) {
-            (Some(tool), Some(route)) => {
-                let read_only = self.is_read_only(&route.upstream, &route.name, Some(tool));
-                Ok(progressive::tool_row(
-                    tool,
-                    &route.upstream,
-                    read_only,
-                    Fields::Full,
-                ))
-            }
-            _ => Err(match fed.withheld(ListKind::Tools, name) {
-                Some(withheld) => rescue::drift_blocked("tool", name, withheld),
-                None => RpcError::invalid_params(format!("Unknown tool: {name}")),
-            }),
-        }
-    }
-
-    /// Whether a tool's results are reads (see `budget::is_read_only`).
-    pub(crate) fn is_read_only(
-        &self,
-        upstream: &str,
-        name: &str,
-        definition: Option<&Value>,
-    ) -> bool {
-        let Some(up) = self.upstream(upstream) else {
-            return false;
-        };
-        let listed = up.config.read_only_tools.iter().any(|t| t == name);
-        budget::is_read_only(definition, up.config.trusted, listed)
+        let fed = &snap.federation;
+        // Described only when served: a withheld tool is refused as drift,
+        // and a tool of an upstream still reading is unknown here.
+        let route = route::named(fed, &snap.live.naming, ListKind::Tools, name, Vec::new)?;
+        let tool = fed.tool(name).ok_or_else(|| Denied::UnknownEntry {
+            kind: ListKind::Tools,
+            name: name.to_owned(),
+        })?;
+        let read_only = is_read_only(snap, &route.upstream, &route.name, Some(tool));
+        Ok(progressive::tool_row(
+            tool,
+            &route.upstream,
+            read_only,
+            Fields::Full,
+        ))
     }
 
     /// Pages `rows`: from the start, or after the position a valid cursor
@@ -183,7 +176,7 @@ impl Gateway {
         limit: usize,
         max_bytes: usize,
         shape: Shape,
-    ) -> Result<Value, RpcError> {
+    ) -> Result<Value, Denied> {
         let now = now_ms();
         let keys: Vec<&str> = rows.keys.iter().map(String::as_str).collect();
         let start = match cursor {
@@ -208,6 +201,13 @@ impl Gateway {
         });
         Ok(page.value)
     }
+}
+
+/// Whether a tool's results are reads (`policy::answer::is_read_only`).
+fn is_read_only(snap: &Snapshot, upstream: &str, tool: &str, definition: Option<&Value>) -> bool {
+    snap.live
+        .upstream(upstream)
+        .is_some_and(|up| answer::is_read_only(&up.config, tool, definition))
 }
 
 fn items() -> Shape {

@@ -1,0 +1,155 @@
+use std::time::Duration;
+
+use serde_json::json;
+
+use super::*;
+use crate::boundary::budget::MIN_READ_BUDGET;
+use crate::boundary::redact::DEFAULT_SECRET_KEYS;
+use crate::config::Source;
+use crate::jsonrpc::RpcError;
+
+const SECRET: &str = "ghp_0123456789abcdefghijklmnopqrstuvwxyzAB";
+
+fn config() -> Config {
+    let text = r#"
+        [limits]
+        mcp_read_response_max_bytes = 100000
+
+        [[upstream]]
+        name = "git"
+        command = "git-mcp"
+        trusted = true
+        read_only_tools = ["blame"]
+        tool_read_budget = { log = 70000 }
+
+        [[upstream]]
+        name = "web"
+        command = "web-mcp"
+
+        [[policy.project]]
+        tool = "git__log"
+        keep = ["$.content"]
+    "#;
+    Config::from_toml(
+        Source {
+            name: "sluice.toml",
+            text,
+        },
+        &|_| None,
+    )
+    .expect("valid")
+}
+
+fn redactor() -> Redactor {
+    Redactor::new(Vec::<String>::new(), DEFAULT_SECRET_KEYS)
+}
+
+fn hinted() -> Value {
+    json!({"name": "log", "annotations": {"readOnlyHint": true}})
+}
+
+#[test]
+fn a_tool_is_a_read_when_listed_or_hinted_by_a_trusted_upstream() {
+    let config = config();
+    let (git, web) = (&config.upstreams[0], &config.upstreams[1]);
+    assert!(is_read_only(git, "blame", None));
+    assert!(is_read_only(git, "log", Some(&hinted())));
+    assert!(!is_read_only(git, "push", None));
+    // The same hint from an untrusted upstream is not believed.
+    assert!(!is_read_only(web, "log", Some(&hinted())));
+}
+
+#[test]
+fn a_tools_boundary_takes_its_own_budget_and_projection() {
+    let config = config();
+    let r = redactor();
+    let git = &config.upstreams[0];
+    let log = tool_boundary(&config, git, &r, "log", "git__log", Some(&hinted()));
+    assert!(log.read);
+    assert_eq!(log.limit, 70_000);
+    assert!(log.projection.is_some());
+    let push = tool_boundary(&config, git, &r, "push", "git__push", None);
+    assert!(!push.read);
+    assert_eq!(push.limit, 100_000);
+    assert!(push.projection.is_none());
+}
+
+#[test]
+fn a_read_over_budget_is_refused_whole_and_a_mutation_never() {
+    let config = config();
+    let r = redactor();
+    let git = &config.upstreams[0];
+    let big = json!({"content": [{"type": "text", "text": "x".repeat(MIN_READ_BUDGET * 2)}]});
+    let read = boundary(&config, git, &r, Surface::Resource, true);
+    let refused = bound(&read, Ok(big.clone()));
+    assert_eq!(
+        refused.answer,
+        Err(Denied::ReadTooLarge {
+            surface: Surface::Resource,
+            limit: 100_000
+        })
+    );
+    let mutation = tool_boundary(&config, git, &r, "push", "git__push", None);
+    let passed = bound(&mutation, Ok(big.clone()));
+    assert_eq!(passed.answer, Ok(big));
+    assert_eq!(passed.measured, None);
+}
+
+#[test]
+fn an_upstream_error_is_redacted_and_a_discarded_answer_refused_or_lost() {
+    let config = config();
+    let r = redactor();
+    let git = &config.upstreams[0];
+    let read = boundary(&config, git, &r, Surface::Prompt, true);
+    let error = RpcError::new(-32000, format!("bad token {SECRET}"));
+    let bounded = bound(&read, Err(UpstreamFailure::Rpc(error)));
+    let Err(Denied::Upstream(UpstreamFailure::Rpc(redacted))) = &bounded.answer else {
+        panic!("expected the upstream's error, got {:?}", bounded.answer);
+    };
+    assert!(!redacted.message.contains(SECRET), "{}", redacted.message);
+    assert_eq!(bounded.redactions.pattern, 1);
+    let too_large = || UpstreamFailure::TooLarge {
+        upstream: "git".into(),
+    };
+    assert!(matches!(
+        bound(&read, Err(too_large())).answer,
+        Err(Denied::ReadTooLarge { .. })
+    ));
+    let mutation = tool_boundary(&config, git, &r, "push", "git__push", None);
+    assert_eq!(
+        bound(&mutation, Err(too_large())).answer,
+        Err(Denied::Upstream(too_large()))
+    );
+    let timeout = UpstreamFailure::Timeout {
+        upstream: "git".into(),
+        after: Duration::from_secs(1),
+    };
+    assert_eq!(
+        bound(&mutation, Err(timeout.clone())).answer,
+        Err(Denied::Upstream(timeout))
+    );
+}
+
+#[test]
+fn notifications_reach_the_client_redacted_under_its_own_token() {
+    let r = redactor();
+    let progress = json!({"method": "notifications/progress", "params": {"progressToken": "up-7", "progress": 1, "message": SECRET}});
+    let token = json!("client-1");
+    let (relayed, redactions) = relayed_notification(&r, progress.clone(), Some(&token), true);
+    let relayed = relayed.expect("relayed");
+    assert_eq!(relayed.pointer("/params/progressToken"), Some(&token));
+    assert!(!relayed.to_string().contains(SECRET));
+    assert_eq!(redactions.pattern, 1);
+    // No token of the client's: nobody to tell.
+    assert!(relayed_notification(&r, progress, None, true).0.is_none());
+    let log = json!({"method": "notifications/message", "params": {"level": "info", "data": "hi"}});
+    assert!(
+        relayed_notification(&r, log.clone(), None, false)
+            .0
+            .is_none()
+    );
+    assert_eq!(
+        relayed_notification(&r, log.clone(), None, true).0,
+        Some(log)
+    );
+}

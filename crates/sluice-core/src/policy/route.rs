@@ -1,0 +1,175 @@
+//! Where a request goes: the upstream that owns a tool, prompt or resource,
+//! or why it goes nowhere.
+//!
+//! Routing is also approval: an entry withheld for drift is refused as
+//! drift (never answered as unknown), a name in the namespace of an
+//! upstream whose catalog was never read to its end is "not served yet",
+//! and with a lockfile in force a URI no approved entry or template covers
+//! is not found (guessing its upstream would reach unapproved resources).
+
+use crate::audit;
+use crate::catalog::{Federation, Route};
+use crate::method::ListKind;
+use crate::naming::Naming;
+use crate::outbound::Url;
+
+use super::Denied;
+
+/// Where a resource request goes, and what the audit log may call it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ResourceRoute<'a> {
+    /// The owning upstream.
+    pub upstream: &'a str,
+    /// The audit target: the URI's scheme when the approved catalog lists
+    /// the URI, `None` when sluice fell back to the only upstream offering
+    /// resources (a scheme the client made up is never a label).
+    pub target: Option<String>,
+}
+
+/// The route of a tool or prompt by its exposed name. `unread` gives the
+/// running upstreams that have no complete catalog yet, in config order
+/// (asked only when the name is not served).
+pub fn named<'a, 'u>(
+    federation: &'a Federation,
+    naming: &Naming,
+    kind: ListKind,
+    name: &str,
+    unread: impl FnOnce() -> Vec<&'u str>,
+) -> Result<&'a Route, Denied> {
+    let route = match kind {
+        ListKind::Tools => federation.route_tool(name),
+        _ => federation.route_prompt(name),
+    };
+    if let Some(route) = route {
+        return Ok(route);
+    }
+    if let Some(withheld) = federation.withheld(kind, name) {
+        return Err(Denied::DriftBlocked {
+            kind,
+            name: name.to_owned(),
+            upstream: withheld.upstream.clone(),
+            drift: withheld.drift,
+        });
+    }
+    if let Some(upstream) = pending_owner(naming, &unread(), name) {
+        return Err(Denied::CatalogPending {
+            upstream: upstream.to_owned(),
+        });
+    }
+    Err(Denied::UnknownEntry {
+        kind,
+        name: name.to_owned(),
+    })
+}
+
+/// The upstream whose namespace `exposed` is in, when that upstream has no
+/// complete catalog yet (so the name may well exist).
+fn pending_owner<'u>(naming: &Naming, unread: &[&'u str], exposed: &str) -> Option<&'u str> {
+    unread
+        .iter()
+        .copied()
+        .filter(|up| naming.is_prefixed(up))
+        .find(|up| exposed.starts_with(&naming.prefix(up)))
+}
+
+/// S-25: only a well-formed absolute URI (RFC 3986) is passed on.
+pub fn check_uri(uri: &str) -> Result<(), Denied> {
+    match Url::parse(uri) {
+        Ok(_) => Ok(()),
+        Err(_) => Err(Denied::invalid_params(
+            "params.uri is not an absolute URI (RFC 3986)",
+        )),
+    }
+}
+
+/// The upstream that serves `uri`: the one that lists it, else the first
+/// with a matching template; unpinned, else the only upstream that offers
+/// resources at all (`offering`, asked only then: the connected upstreams
+/// that declare resources).
+pub fn resource<'a>(
+    federation: &'a Federation,
+    pinned: bool,
+    uri: &str,
+    offering: impl FnOnce() -> Vec<&'a str>,
+) -> Result<ResourceRoute<'a>, Denied> {
+    if let Some(withheld) = federation.withheld_resource(uri) {
+        return Err(Denied::DriftBlocked {
+            kind: ListKind::Resources,
+            name: uri.to_owned(),
+            upstream: withheld.upstream.clone(),
+            drift: withheld.drift,
+        });
+    }
+    if let Some(owner) = federation.route_resource(uri) {
+        return Ok(ResourceRoute {
+            upstream: owner,
+            target: Some(audit::resource_kind(uri)),
+        });
+    }
+    let not_found = || Denied::ResourceNotFound {
+        uri: uri.to_owned(),
+    };
+    if pinned {
+        return Err(not_found());
+    }
+    match offering()[..] {
+        [only] => Ok(ResourceRoute {
+            upstream: only,
+            target: None,
+        }),
+        _ => Err(not_found()),
+    }
+}
+
+/// The upstream a completion's `ref` is about, and the name the upstream
+/// knows a prompt by (`None` for a resource template, whose URI is kept).
+pub fn completion<'a>(
+    federation: &'a Federation,
+    naming: &Naming,
+    pinned: bool,
+    reference: &serde_json::Value,
+    offering: impl FnOnce() -> Vec<&'a str>,
+) -> Result<(ResourceRoute<'a>, Option<&'a str>), Denied> {
+    use serde_json::Value;
+    let field = |key: &str| {
+        reference
+            .get(key)
+            .and_then(Value::as_str)
+            .unwrap_or_default()
+    };
+    match reference.get("type").and_then(Value::as_str) {
+        Some("ref/prompt") => {
+            let name = field("name");
+            // A prompt not served yet is unknown here, as it always was:
+            // completions do not wait for a catalog.
+            let route = named(federation, naming, ListKind::Prompts, name, Vec::new)?;
+            Ok((
+                ResourceRoute {
+                    upstream: &route.upstream,
+                    target: Some(name.to_owned()),
+                },
+                Some(&route.name),
+            ))
+        }
+        Some("ref/resource") => {
+            let uri = field("uri");
+            match federation.template_owner(uri) {
+                // `uri` is a template the catalog lists.
+                Some(owner) => Ok((
+                    ResourceRoute {
+                        upstream: owner,
+                        target: Some(audit::resource_kind(uri)),
+                    },
+                    None,
+                )),
+                None => Ok((resource(federation, pinned, uri, offering)?, None)),
+            }
+        }
+        _ => Err(Denied::invalid_params(
+            "params.ref must be a ref/prompt or ref/resource",
+        )),
+    }
+}
+
+#[cfg(test)]
+mod tests;

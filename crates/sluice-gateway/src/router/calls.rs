@@ -1,0 +1,214 @@
+//! `tools/call` and `prompts/get`: route by the namespaced name, check the
+//! caller, restore the upstream's name, forward through the call's
+//! boundary.
+
+use serde_json::{Value, json};
+use sluice_core::boundary::budget::Surface;
+use sluice_core::config::CatalogMode;
+use sluice_core::method::{ListKind, Method};
+use sluice_core::policy::{Denied, admit, answer, route};
+use sluice_core::progressive;
+
+use super::Snapshot;
+use super::forward::Forward;
+use crate::downstream::RequestCtx;
+use crate::gateway::Gateway;
+use crate::ops::trace;
+
+impl Gateway {
+    /// `tools/call`: a meta-tool in progressive mode, else a tool by its
+    /// namespaced name. `sluice_call_tool` is a direct call of the tool it
+    /// names, through the same policies.
+    pub(super) async fn call_tool(
+        &self,
+        ctx: &RequestCtx,
+        snap: &Snapshot,
+        mut params: Value,
+    ) -> Result<Value, Denied> {
+        let name = params
+            .get("name")
+            .and_then(Value::as_str)
+            .unwrap_or_default();
+        if snap.live.config.catalog.mode == CatalogMode::Progressive
+            && progressive::is_meta_tool(name)
+        {
+            let args = params
+                .get("arguments")
+                .cloned()
+                .unwrap_or_else(|| json!({}));
+            if let Some(answer) = self.meta_call(snap, name, &args) {
+                return answer;
+            }
+            // sluice_call_tool: the inner call replaces the outer one.
+            let Some(inner) = args.get("name").and_then(Value::as_str) else {
+                return Err(Denied::invalid_params(
+                    "arguments.name must be a tool's name",
+                ));
+            };
+            if let Some(obj) = params.as_object_mut() {
+                obj.insert("name".into(), inner.into());
+                obj.insert(
+                    "arguments".into(),
+                    args.get("arguments").cloned().unwrap_or_else(|| json!({})),
+                );
+            }
+        }
+        let (exposed, route) = self.route_named(ctx, snap, ListKind::Tools, &params)?;
+        let upstream = snap.upstream(&route.upstream)?;
+        let config = &snap.live.config;
+        {
+            let _policy = trace::policy_span().entered();
+            admit::scopes(
+                ctx.scoped,
+                &config.auth.require,
+                &ctx.principal,
+                &route.upstream,
+                Some(&route.name),
+                &exposed,
+            )
+            .inspect_err(|denied| log_scope_refusal(ctx, &exposed, denied))?;
+        }
+        let resumed = self.bridge.is_resumption(ctx, Method::CallTool, &params);
+        if admit::counts_against_rate(resumed) {
+            let scope = admit::rate_scope(config, &route.upstream, &route.name);
+            let key = admit::rate_key(&ctx.principal, &exposed);
+            if let Err(wait) = snap
+                .live
+                .rate_limits
+                .check(scope, &route.upstream, &route.name, key)
+                .await
+            {
+                tracing::debug!(principal = %ctx.principal.name, tool = %exposed, "rate limited");
+                return Err(Denied::RateLimited {
+                    tool: exposed,
+                    retry_after: wait,
+                });
+            }
+        }
+        let boundary = answer::tool_boundary(
+            config,
+            &upstream.config,
+            &snap.live.redactor,
+            &route.name,
+            &exposed,
+            snap.federation.tool(&exposed),
+        );
+        let upstream_params = with_name(&params, "name", &route.name);
+        Forward {
+            ctx,
+            snap,
+            upstream: &upstream,
+            method: Method::CallTool,
+            client_params: &params,
+            boundary: &boundary,
+        }
+        .run(self, upstream_params)
+        .await
+    }
+
+    /// `prompts/get`: the prompt by its namespaced name, read through the
+    /// read budget.
+    pub(super) async fn get_prompt(
+        &self,
+        ctx: &RequestCtx,
+        snap: &Snapshot,
+        params: Value,
+    ) -> Result<Value, Denied> {
+        let (_, route) = self.route_named(ctx, snap, ListKind::Prompts, &params)?;
+        let upstream = snap.upstream(&route.upstream)?;
+        self.admit_upstream(ctx, snap, &route.upstream)?;
+        let boundary = answer::boundary(
+            &snap.live.config,
+            &upstream.config,
+            &snap.live.redactor,
+            Surface::Prompt,
+            true,
+        );
+        let upstream_params = with_name(&params, "name", &route.name);
+        Forward {
+            ctx,
+            snap,
+            upstream: &upstream,
+            method: Method::GetPrompt,
+            client_params: &params,
+            boundary: &boundary,
+        }
+        .run(self, upstream_params)
+        .await
+    }
+
+    /// The route of a tool or prompt call, recorded on the request's trail
+    /// (a drift block too, under the withheld entry's upstream).
+    fn route_named(
+        &self,
+        ctx: &RequestCtx,
+        snap: &Snapshot,
+        kind: ListKind,
+        params: &Value,
+    ) -> Result<(String, sluice_core::catalog::Route), Denied> {
+        let Some(name) = params.get("name").and_then(Value::as_str) else {
+            return Err(Denied::invalid_params(format!(
+                "params.name must be the {}'s name",
+                kind.noun()
+            )));
+        };
+        let routed = route::named(&snap.federation, &snap.live.naming, kind, name, || {
+            snap.unread()
+        });
+        match routed {
+            Ok(route) => {
+                ctx.trail.routed(&route.upstream, Some(name));
+                Ok((name.to_owned(), route.clone()))
+            }
+            Err(denied) => {
+                if let Some((upstream, target)) = denied.routed() {
+                    ctx.trail.routed(upstream, Some(&target));
+                }
+                Err(denied)
+            }
+        }
+    }
+
+    /// A prompt, resource or completion request's admission: the scopes
+    /// `[[auth.require]]` asks for every use of `upstream`.
+    pub(super) fn admit_upstream(
+        &self,
+        ctx: &RequestCtx,
+        snap: &Snapshot,
+        upstream: &str,
+    ) -> Result<(), Denied> {
+        let _policy = trace::policy_span().entered();
+        admit::scopes(
+            ctx.scoped,
+            &snap.live.config.auth.require,
+            &ctx.principal,
+            upstream,
+            None,
+            upstream,
+        )
+        .inspect_err(|denied| log_scope_refusal(ctx, upstream, denied))
+    }
+}
+
+/// A scope refusal is logged with who and what (S-20).
+fn log_scope_refusal(ctx: &RequestCtx, target: &str, denied: &Denied) {
+    if let Some(required) = denied.required_scopes() {
+        tracing::info!(
+            principal = %ctx.principal.name,
+            target,
+            request = %ctx.request_id,
+            "refused: insufficient scope (needs {})",
+            required.join(" ")
+        );
+    }
+}
+
+/// `params` with `field` set to `value` (the upstream's own name for what
+/// the client named).
+pub(super) fn with_name(params: &Value, field: &str, value: &str) -> Value {
+    let mut params = params.clone();
+    if let Some(obj) = params.as_object_mut() {
+        obj.insert(field.into(), value.into());
+    }
+    params
+}

@@ -1,0 +1,271 @@
+//! The router: what sluice does with each client request, whatever the
+//! transport, one concern a file.
+//!
+//! sluice answers the protocol's own methods itself (`server/discover`,
+//! `ping`, the four lists from the federated catalog) and forwards the rest
+//! to the upstream that owns the tool, prompt or resource, with names
+//! translated back. Every decision on the way is `sluice_core::policy`'s,
+//! taken on one [`Snapshot`] per request; a refusal is a
+//! [`Denied`] until [`Gateway::handle`] turns it into the [`Reply`] the
+//! transport writes.
+//!
+//! - `calls`: `tools/call` (meta-tools included) and `prompts/get`;
+//! - `resources`: `resources/read`, `resources/subscribe` and
+//!   `resources/unsubscribe`;
+//! - `completions`: `completion/complete`;
+//! - `logging`: `logging/setLevel`;
+//! - `listen`: `subscriptions/listen` (2026-07-28);
+//! - `lists`: every list a page at a time, and progressive mode's
+//!   meta-tools;
+//! - `forward`: one forwarded request driven to its answer, relaying what
+//!   the upstream sends meanwhile, through the boundary.
+
+mod calls;
+mod completions;
+mod forward;
+mod listen;
+mod lists;
+mod logging;
+mod resources;
+
+use std::sync::Arc;
+
+use serde_json::{Value, json};
+use sluice_core::access::Principal;
+use sluice_core::audit::Decision;
+use sluice_core::catalog::Federation;
+use sluice_core::jsonrpc::RpcError;
+use sluice_core::method::Method;
+use sluice_core::policy::Denied;
+use sluice_core::protocol::{self, CacheHints, Era};
+use tracing::Instrument;
+
+use crate::downstream::{ClientSession, RequestCtx};
+use crate::gateway::{Gateway, Live};
+use crate::ops::trace;
+use crate::upstream::Upstream;
+
+/// Caching hints on what sluice serves from its own catalog: the catalog is
+/// the same for every client, and clients learn of changes through
+/// `list_changed`, so they may cache it publicly; a TTL of 0 never lets a
+/// cache outlive a change it was not told about.
+const CATALOG_HINTS: CacheHints = CacheHints {
+    ttl_ms: 0,
+    public: true,
+};
+
+/// Hints on results forwarded from an upstream that gave none: sluice cannot
+/// know whether they depend on who asks.
+const FORWARDED_HINTS: CacheHints = CacheHints {
+    ttl_ms: 0,
+    public: false,
+};
+
+/// The longest a request waits for upstreams still starting.
+const SETTLE_WAIT_MAX: std::time::Duration = std::time::Duration::from_secs(10);
+
+/// What one request sees of the gateway, taken once when it starts: the
+/// configuration, upstreams and policies in force, and the federated
+/// catalog. A reload or a catalog read during the request changes what the
+/// next request sees, never this one's.
+pub(crate) struct Snapshot {
+    pub(crate) live: Arc<Live>,
+    pub(crate) federation: Arc<Federation>,
+}
+
+/// What a transport writes for one request: the answer in the client's
+/// era, and sluice's refusal when there was one (an HTTP answer takes its
+/// status from it: `Denied::http_status`).
+#[derive(Debug)]
+pub struct Reply {
+    /// The JSON-RPC result or error.
+    pub answer: Result<Value, RpcError>,
+    /// Why there is no result of the upstream's, if so.
+    pub refusal: Option<Denied>,
+}
+
+// === impl Snapshot ===
+
+impl Snapshot {
+    /// The running upstream `name`, for a route that names it.
+    fn upstream(&self, name: &str) -> Result<Arc<Upstream>, Denied> {
+        self.live
+            .upstream(name)
+            .cloned()
+            .ok_or_else(|| Denied::NoSuchUpstream(name.to_owned()))
+    }
+
+    /// The running upstreams that have no complete catalog yet.
+    fn unread(&self) -> Vec<&str> {
+        self.live
+            .upstreams
+            .iter()
+            .filter(|u| !u.has_catalog())
+            .map(|u| u.name())
+            .collect()
+    }
+
+    /// The connected upstreams that declare resources.
+    fn offering_resources(&self) -> Vec<&str> {
+        self.live
+            .upstreams
+            .iter()
+            .filter(|u| u.connection().is_ok_and(|c| c.offers("resources")))
+            .map(|u| u.name())
+            .collect()
+    }
+}
+
+// === impl Reply ===
+
+impl Reply {
+    /// What the audit log and the metrics record: the refusal's decision,
+    /// else what the upstream's result says.
+    pub(crate) fn decision(&self) -> Decision {
+        match (&self.refusal, &self.answer) {
+            (Some(denied), _) => denied.decision(),
+            (None, Ok(result)) => Decision::of_result(result),
+            // An error is always a refusal (see `Reply::new`).
+            (None, Err(_)) => Decision::Invalid,
+        }
+    }
+
+    /// The answer to `method` in `era`: a result shaped for the era, or the
+    /// refusal converted (this is the one place a `Denied` becomes what
+    /// the client reads).
+    fn new(era: Era, method: Method, outcome: Result<Value, Denied>, server_info: &Value) -> Reply {
+        let hints = if method.serves_catalog() {
+            CATALOG_HINTS
+        } else {
+            FORWARDED_HINTS
+        };
+        let name = method.name().unwrap_or_default();
+        let shape = |mut result: Value| {
+            protocol::shape_result(era, name, &mut result, hints, server_info);
+            result
+        };
+        match outcome {
+            Ok(result) => Reply {
+                answer: Ok(shape(result)),
+                refusal: None,
+            },
+            Err(denied) => Reply {
+                answer: denied
+                    .clone()
+                    .into_answer()
+                    .map(shape)
+                    .map_err(|e| protocol::shape_error(era, e)),
+                refusal: Some(denied),
+            },
+        }
+    }
+}
+
+impl Gateway {
+    /// Handles one client request; the answer is shaped for `ctx.era`.
+    pub async fn handle(&self, ctx: &RequestCtx, method: &str, params: Value) -> Reply {
+        let span = trace::request_span(method, &params);
+        let parsed = Method::parse(method);
+        let in_flight = parsed
+            .is_audited()
+            .then(|| self.ops.start(method, &ctx.principal, &ctx.trail, &span));
+        let outcome = self
+            .dispatch(ctx, parsed, method, params)
+            .instrument(span.clone())
+            .await;
+        let reply = Reply::new(ctx.era, parsed, outcome, &self.server_info());
+        if let Some(in_flight) = in_flight {
+            in_flight.answered(reply.decision(), &reply.answer);
+        }
+        reply
+    }
+
+    async fn dispatch(
+        &self,
+        ctx: &RequestCtx,
+        method: Method,
+        name: &str,
+        params: Value,
+    ) -> Result<Value, Denied> {
+        if method.waits_for_catalog() {
+            // A client that connects at once waits for the upstreams' first
+            // reads, but a hung upstream must not hold everyone for long.
+            let limit = self
+                .live()
+                .config
+                .server
+                .startup_timeout
+                .min(SETTLE_WAIT_MAX);
+            self.settled(limit).await;
+        }
+        if ctx.era == Era::Modern && method.removed_in_modern() {
+            return Err(Denied::MethodNotFound(name.to_owned()));
+        }
+        let snap = self.snapshot();
+        match method {
+            Method::Ping => Ok(json!({})),
+            Method::Discover => Ok(self.discover_result()),
+            Method::CallTool => self.call_tool(ctx, &snap, params).await,
+            Method::GetPrompt => self.get_prompt(ctx, &snap, params).await,
+            Method::ReadResource => self.read_resource(ctx, &snap, params).await,
+            Method::Subscribe => self.subscribe_resource(ctx, &snap, params).await,
+            Method::Unsubscribe => self.unsubscribe_resource(ctx, params),
+            Method::Complete => self.complete(ctx, &snap, params).await,
+            Method::SetLogLevel => self.set_log_level(ctx, &snap, params).await,
+            Method::Listen if ctx.era == Era::Modern => self.listen(ctx, params).await,
+            Method::List(kind) => self.list(&snap, kind, &params),
+            Method::Initialize | Method::Listen | Method::Other => {
+                Err(Denied::MethodNotFound(name.to_owned()))
+            }
+        }
+    }
+
+    /// What this request sees of the gateway (see [`Snapshot`]).
+    pub(crate) fn snapshot(&self) -> Snapshot {
+        Snapshot {
+            live: self.live(),
+            federation: self.federation(),
+        }
+    }
+
+    /// The capabilities sluice offers: everything it can route.
+    pub(crate) fn server_capabilities(&self) -> Value {
+        json!({
+            "tools": {"listChanged": true},
+            "resources": {"subscribe": true, "listChanged": true},
+            "prompts": {"listChanged": true},
+            "completions": {},
+            "logging": {},
+        })
+    }
+
+    fn discover_result(&self) -> Value {
+        json!({
+            "supportedVersions": protocol::supported_versions(),
+            "capabilities": self.server_capabilities(),
+        })
+    }
+
+    /// A legacy `initialize`: the answer, and the session it opens (which
+    /// already receives the gateway's events for its standalone stream).
+    pub fn initialize(
+        &self,
+        params: &Value,
+        principal: Arc<Principal>,
+    ) -> (Value, Arc<ClientSession>) {
+        let requested = params.get("protocolVersion").and_then(Value::as_str);
+        let version = protocol::negotiate_legacy(requested);
+        let result = json!({
+            "protocolVersion": version,
+            "capabilities": self.server_capabilities(),
+            "serverInfo": self.server_info(),
+        });
+        let caps = params
+            .get("capabilities")
+            .cloned()
+            .unwrap_or_else(|| json!({}));
+        let session = ClientSession::new(version.to_owned(), caps, principal);
+        session.forward_events(self.subscribe());
+        (result, session)
+    }
+}
