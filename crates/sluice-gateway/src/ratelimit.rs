@@ -36,8 +36,8 @@ const REDIS_RETRY_AFTER: Duration = Duration::from_secs(1);
 /// The fewest seconds between two warnings that Redis is unreachable.
 const WARN_EVERY: Duration = Duration::from_secs(60);
 
-/// GCRA over one key. KEYS[1]: the key; ARGV[1]: the emission interval in
-/// µs; ARGV[2]: the burst. The key holds the theoretical arrival time (µs,
+/// GCRA over one key. `KEYS[1]`: the key; `ARGV[1]`: the emission interval in
+/// µs; `ARGV[2]`: the burst. The key holds the theoretical arrival time (µs,
 /// Redis's clock) and expires once the allowance is full again. Returns 0
 /// when the call is allowed, else how many ms until it would be.
 const GCRA_SCRIPT: &str = r"

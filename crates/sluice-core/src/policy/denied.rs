@@ -160,6 +160,13 @@ pub enum Denied {
     /// A foreign `Origin`, or a foreign `Host` on loopback (S-22).
     #[error("Forbidden: {0} is not allowed")]
     Forbidden(&'static str),
+    /// No bearer token (`None`), or one that does not verify (why not).
+    #[error("Unauthorized: {}", .0.as_deref().unwrap_or("send Authorization: Bearer <token>"))]
+    Unauthorized(Option<String>),
+    /// A valid token without the scopes `[auth]` requires of every
+    /// request.
+    #[error("Forbidden: the token lacks the scope(s) {}", .0.join(" "))]
+    TokenLacksScopes(Vec<String>),
     /// A 2026-07-28 header that contradicts the body, or is missing.
     #[error("{0}")]
     HeaderMismatch(String),
@@ -359,6 +366,8 @@ impl Denied {
             Denied::InvalidMessage(_)
             | Denied::HeadersTooLarge { .. }
             | Denied::Forbidden(_)
+            | Denied::Unauthorized(_)
+            | Denied::TokenLacksScopes(_)
             | Denied::NoSession
             | Denied::ResponseWithoutSession
             | Denied::SessionNotFound => RpcError::new(jsonrpc::INVALID_REQUEST, message),
@@ -407,7 +416,10 @@ impl Denied {
             | Denied::NoSession
             | Denied::ResponseWithoutSession => status::BAD_REQUEST,
             Denied::HeadersTooLarge { .. } => status::HEADER_FIELDS_TOO_LARGE,
-            Denied::Forbidden(_) | Denied::InsufficientScope { .. } => status::FORBIDDEN,
+            Denied::Unauthorized(_) => status::UNAUTHORIZED,
+            Denied::Forbidden(_)
+            | Denied::TokenLacksScopes(_)
+            | Denied::InsufficientScope { .. } => status::FORBIDDEN,
             Denied::SessionNotFound => status::NOT_FOUND,
             Denied::TooManySessions => status::SERVICE_UNAVAILABLE,
             Denied::RateLimited { .. } => status::TOO_MANY_REQUESTS,

@@ -19,11 +19,18 @@
 //! - [`denied`]: [`Denied`], every refusal and upstream failure as one
 //!   type that knows its JSON-RPC error, HTTP status and audit decision.
 //!
+//! Before any of them, over HTTP:
+//!
+//! - [`admission`]: the rules a Streamable HTTP request's header fields
+//!   must pass (caps, `Origin` and `Host`, the 2026-07-28 mirrors of the
+//!   body, the legacy version header).
+//!
 //! The shell calls these with the values of one snapshot
 //! (`sluice-gateway`'s `Snapshot`: configuration, upstreams, redactor,
-//! naming and federated catalog, swapped together by a reload) and acts on
-//! what they return; it branches on no rule of its own.
+//! naming and federated catalog) and acts on what they return; it branches
+//! on no rule of its own.
 
+pub mod admission;
 pub mod admit;
 pub mod answer;
 pub mod denied;

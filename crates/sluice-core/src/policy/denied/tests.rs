@@ -166,6 +166,20 @@ fn the_refusal_table() {
             Decision::Invalid,
         ),
         (
+            Denied::Unauthorized(None),
+            -32600,
+            401,
+            401,
+            Decision::Invalid,
+        ),
+        (
+            Denied::TokenLacksScopes(vec!["mcp".into()]),
+            -32600,
+            403,
+            403,
+            Decision::Invalid,
+        ),
+        (
             Denied::HeadersTooLarge {
                 max_headers: 64,
                 max_bytes: 32_768,
@@ -231,6 +245,18 @@ fn the_messages_clients_read() {
     assert_eq!(
         scope.required_scopes(),
         Some(&["read".to_owned(), "write".to_owned()][..])
+    );
+    assert_eq!(
+        Denied::Unauthorized(None).to_string(),
+        "Unauthorized: send Authorization: Bearer <token>"
+    );
+    assert_eq!(
+        Denied::Unauthorized(Some("the token expired".into())).to_string(),
+        "Unauthorized: the token expired"
+    );
+    assert_eq!(
+        Denied::TokenLacksScopes(vec!["mcp".into(), "files".into()]).to_string(),
+        "Forbidden: the token lacks the scope(s) mcp files"
     );
 }
 
