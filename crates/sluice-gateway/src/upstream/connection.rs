@@ -381,8 +381,8 @@ impl Shared {
             tokio::select! {
                 // The answer normally comes on the request's own HTTP
                 // response; over stdio, or from a 2025-11-25 server that
-                // sends it on its GET stream instead, `dispatch` resolves
-                // the pending entry.
+                // sends it on its GET stream instead, it comes through
+                // `Inbound::message`, which resolves the pending entry.
                 outcome = self.wire.exchange(request, self) => outcome,
                 answer = answer => Ok(answer.unwrap_or(Err(None))),
                 // Over HTTP nothing else wakes a request when the
