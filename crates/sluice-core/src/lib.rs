@@ -29,6 +29,8 @@
 //! - [`naming`]: how upstream tool and prompt names are namespaced.
 //! - [`discovery`]: the pagination walk over an upstream list, as a state
 //!   machine fed with pages.
+//! - [`health`]: what `/health` shows of each upstream (connection,
+//!   catalog, approval), changed by what its supervisor reports.
 //! - [`canonical`]: one spelling for equal JSON values, and digests over it.
 //! - [`catalog`]: the federated catalog (merged lists and the routes back to
 //!   each upstream), entry definitions and digests, the lockfile of approved
@@ -80,6 +82,7 @@ pub mod doctor;
 pub mod elicitation;
 pub mod envelope;
 pub mod headers;
+pub mod health;
 pub mod jsonrpc;
 pub mod method;
 pub mod naming;

@@ -47,8 +47,9 @@ const CACHEABLE_METHODS: [&str; 6] = [
     "resources/read",
 ];
 
-/// Which era a peer speaks.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+/// Which era a peer speaks; serialized as `modern` or `legacy`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize)]
+#[serde(rename_all = "lowercase")]
 pub enum Era {
     /// 2026-07-28.
     Modern,

@@ -15,9 +15,10 @@ use sluice_core::config::Config;
 use sluice_core::config::reload::{self, UpstreamChanges};
 use sluice_core::discovery::ListKind;
 use sluice_core::envelope::Cursors;
+use sluice_core::health::{CatalogCounts, UpstreamStatus};
 use sluice_core::naming::Naming;
 use sluice_core::session_token::SessionKey;
-use tokio::sync::{broadcast, watch};
+use tokio::sync::{broadcast, mpsc, watch};
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
@@ -26,12 +27,19 @@ use crate::auth::Auth;
 use crate::bridge::Bridge;
 use crate::ops::Ops;
 use crate::ratelimit::RateLimits;
-use crate::upstream::{self, Settings, Upstream, UpstreamEvent, UpstreamStatus};
+use crate::upstream::{
+    self, Change, Connection, Report, Settings, Supervisor, Upstream, UpstreamEvent,
+};
 
 /// sluice's name in `serverInfo` and `clientInfo`.
 pub const NAME: &str = "sluice";
 /// sluice's version, the crate version.
 pub const VERSION: &str = env!("CARGO_PKG_VERSION");
+
+/// How many supervisor reports may wait to be applied; a supervisor with
+/// more to tell waits (and its upstream's events queue, then drop, behind
+/// it).
+const PENDING_REPORTS: usize = 256;
 
 /// A running gateway.
 pub struct Gateway {
@@ -46,6 +54,8 @@ pub struct Gateway {
     pub(crate) ops: Ops,
     shutdown: CancellationToken,
     tracker: TaskTracker,
+    /// Where supervisors send their reports (see [`Hub::apply`]).
+    reports: mpsc::Sender<Report>,
     /// Each running upstream's supervisor task, by name. A reload holds
     /// it throughout, so reloads run one at a time.
     supervisors: tokio::sync::Mutex<HashMap<String, JoinHandle<()>>>,
@@ -84,6 +94,8 @@ pub struct ReloadReport {
 /// and the event feed.
 pub(crate) struct Hub {
     live: ArcSwap<Live>,
+    /// What the upstream connections made from now on share.
+    settings: watch::Sender<Settings>,
     /// What each upstream contributes, from its last complete read.
     approvals: Mutex<HashMap<String, Approved>>,
     federation: RwLock<Arc<Federation>>,
@@ -111,11 +123,11 @@ struct Approved {
 }
 
 /// What publishing a complete read found.
-pub(crate) struct Published {
+struct Published {
     /// The drift from the approved catalog (empty when unpinned).
-    pub(crate) diff: Diff,
+    diff: Diff,
     /// Whether a lockfile is in force.
-    pub(crate) pinned: bool,
+    pinned: bool,
 }
 
 /// Orders the changes sent upstream for one subscription.
@@ -178,6 +190,7 @@ impl Gateway {
             config,
         };
         let hub = Arc::new(Hub {
+            settings: watch::Sender::new(settings(&live.config)),
             live: ArcSwap::from_pointee(live),
             approvals: Mutex::new(HashMap::new()),
             federation: RwLock::new(Arc::new(Federation::default())),
@@ -187,28 +200,39 @@ impl Gateway {
             subscription_locks: Mutex::new(HashMap::new()),
             resource_listens: Mutex::new(HashMap::new()),
         });
-        let tracker = TaskTracker::new();
-        let supervisors = upstreams
-            .iter()
-            .map(|up| {
-                let task = tracker.spawn(upstream::supervise(Arc::clone(up), Arc::clone(&hub)));
-                (up.name().to_owned(), task)
-            })
-            .collect();
-        // Closed only so that `wait` may end: reloads still spawn on it.
-        tracker.close();
+        let (reports, applied) = mpsc::channel(PENDING_REPORTS);
+        tokio::spawn(apply_reports(Arc::clone(&hub), applied));
         tokio::spawn(forget_idle_rates(Arc::clone(&hub), shutdown.clone()));
-        Arc::new(Gateway {
+        let mut gateway = Gateway {
             bridge: Bridge::new(hub.live().config.server.request_timeout),
             cursors: Cursors::new(cursor_secret),
             session_key: SessionKey::derive(&cursor_secret),
             ops,
             hub,
             shutdown,
-            tracker,
-            supervisors: tokio::sync::Mutex::new(supervisors),
+            tracker: TaskTracker::new(),
+            reports,
+            supervisors: tokio::sync::Mutex::new(HashMap::new()),
             started_with: upstreams.len(),
-        })
+        };
+        let supervisors = upstreams
+            .iter()
+            .map(|up| (up.name().to_owned(), gateway.supervise(up)))
+            .collect();
+        *gateway.supervisors.get_mut() = supervisors;
+        // Closed only so that `wait` may end: reloads still spawn on it.
+        gateway.tracker.close();
+        Arc::new(gateway)
+    }
+
+    /// Starts `up`'s supervisor.
+    fn supervise(&self, up: &Arc<Upstream>) -> JoinHandle<()> {
+        let supervisor = Supervisor::new(
+            Arc::clone(up),
+            self.hub.settings.subscribe(),
+            self.reports.clone(),
+        );
+        self.tracker.spawn(supervisor.run())
     }
 
     /// Puts a new configuration and lockfile in force without a restart:
@@ -280,10 +304,7 @@ impl Gateway {
             crate::ops::metrics::drift(name, 0);
         }
         for up in starting {
-            let task = self
-                .tracker
-                .spawn(upstream::supervise(Arc::clone(&up), Arc::clone(&self.hub)));
-            supervisors.insert(up.name().to_owned(), task);
+            supervisors.insert(up.name().to_owned(), self.supervise(&up));
         }
         crate::ops::metrics::config_reload(true);
         let report = ReloadReport {
@@ -329,11 +350,11 @@ impl Gateway {
     }
 
     /// `/health`, which anyone who reaches the listener may read, before
-    /// any auth (S-7): status, version, and each upstream's state, era,
-    /// catalog counts and approval. With `[auth]` on, not the last error,
-    /// which may name an internal address; without, the listener is
-    /// loopback-only and open to every local process anyway, and the error
-    /// (redacted) is what an operator needs.
+    /// any auth (SECURITY.md, S-7): status, version, and each upstream's
+    /// state, era, catalog counts and approval. With `[auth]` on, not the
+    /// last error, which may name an internal address; without, the
+    /// listener is loopback-only and open to every local process anyway,
+    /// and the error (redacted) is what an operator needs.
     pub fn health(&self) -> Value {
         let live = self.live();
         let upstreams: serde_json::Map<String, Value> = live
@@ -349,7 +370,7 @@ impl Gateway {
                 (u.name().to_owned(), status)
             })
             .collect();
-        let all_ready = live.upstreams.iter().all(|u| u.status().state == "ready");
+        let all_ready = live.upstreams.iter().all(|u| u.status().is_ready());
         json!({
             "status": if all_ready { "ok" } else { "degraded" },
             "version": VERSION,
@@ -556,21 +577,12 @@ impl Hub {
         self.live.load_full()
     }
 
-    /// What the connections made from now on share.
-    pub(crate) fn settings(&self) -> Settings {
-        settings(&self.live().config)
-    }
-
     /// Publishes an upstream's complete catalog, as approved by the
     /// lockfile, and tells clients which federated lists changed. A drift
     /// verdict is logged when it differs from the last one, not on every
     /// read. `None` when `upstream` is no longer in force (a reload stopped
     /// or replaced it while it read).
-    pub(crate) fn publish(
-        &self,
-        upstream: &Upstream,
-        catalog: UpstreamCatalog,
-    ) -> Option<Published> {
+    fn publish(&self, upstream: &Upstream, catalog: UpstreamCatalog) -> Option<Published> {
         let name = upstream.name();
         // The new federation replaces the old one while the approvals are
         // still locked: two upstreams publishing at once must not let the
@@ -617,6 +629,7 @@ impl Hub {
                 .lock()
                 .unwrap_or_else(PoisonError::into_inner);
             self.live.store(Arc::clone(&live));
+            self.settings.send_replace(settings(&live.config));
             approvals.retain(|name, _| !ending.contains(&name));
             let mut verdicts = Vec::new();
             for (name, approved) in approvals.iter_mut() {
@@ -627,7 +640,7 @@ impl Hub {
                     pinned: live.lock.is_some(),
                 };
                 if let Some(up) = live.upstream(name) {
-                    up.record_approval(&published);
+                    record_approval(up, &published);
                 }
                 if previous.diff != published.diff {
                     verdicts.push((name.clone(), published.diff));
@@ -705,7 +718,7 @@ impl Hub {
 
     /// Forgets the listen streams of an upstream whose connection ended
     /// (they ended with it; a reconnect starts them again).
-    pub(crate) fn forget_resource_listens(&self, upstream: &str) {
+    fn forget_resource_listens(&self, upstream: &str) {
         self.resource_listens
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
@@ -719,12 +732,7 @@ impl Hub {
 
     /// Keeps the task whose listen stream holds a resource subscription (a
     /// previous one, from before a reconnect, is ended).
-    pub(crate) fn start_resource_listen(
-        &self,
-        upstream: &str,
-        uri: &str,
-        task: tokio::task::AbortHandle,
-    ) {
+    fn start_resource_listen(&self, upstream: &str, uri: &str, task: tokio::task::AbortHandle) {
         let key = (upstream.to_owned(), uri.to_owned());
         let mut listens = self
             .resource_listens
@@ -816,7 +824,7 @@ impl Hub {
 
     /// The URIs some session wants on `upstream`: to subscribe again after
     /// it reconnects.
-    pub(crate) fn subscribed(&self, upstream: &str) -> Vec<String> {
+    fn subscribed(&self, upstream: &str) -> Vec<String> {
         let subs = self
             .subscriptions
             .lock()
@@ -827,12 +835,76 @@ impl Hub {
             .collect()
     }
 
-    /// One upstream finished its first connection attempt.
-    pub(crate) fn mark_settled(&self) {
-        self.settled.send_modify(|n| *n += 1);
+    /// Applies one supervisor's report: the upstream's status, the
+    /// published catalog, clients' subscriptions and events.
+    fn apply(&self, report: Report) {
+        let Report {
+            upstream: up,
+            change,
+        } = report;
+        match change {
+            Change::Failed(reason) => up.update(|s| s.failed(reason)),
+            Change::Connected {
+                conn,
+                request_timeout,
+            } => {
+                let desc = conn.description();
+                up.update(|s| s.connected(desc.era, desc.protocol_version.clone()));
+                self.resubscribe(up.name(), &conn, request_timeout);
+            }
+            Change::Read(catalog) => self.serve(&up, catalog),
+            Change::NotEstablished(reason) => up.update(|s| s.not_established(&reason)),
+            Change::Event(event) => self.upstream_event(up.name(), event),
+            // One upstream finished its first connection attempt.
+            Change::Settled => self.settled.send_modify(|n| *n += 1),
+            Change::Lost(reason) => {
+                self.forget_resource_listens(up.name());
+                up.update(|s| s.restarting(reason));
+            }
+            Change::Stopped => up.update(UpstreamStatus::stopped),
+        }
     }
 
-    pub(crate) fn upstream_event(&self, upstream: &str, event: UpstreamEvent) {
+    /// Publishes an upstream's complete read and shows it in its status.
+    fn serve(&self, up: &Upstream, catalog: UpstreamCatalog) {
+        let counts = CatalogCounts::of(&catalog);
+        // `None`: a reload took this upstream out of service meanwhile.
+        if let Some(published) = self.publish(up, catalog) {
+            record_approval(up, &published);
+            up.update(|s| s.served(counts));
+        }
+    }
+
+    /// Subscriptions clients hold survive a reconnect: subscribe again, all
+    /// at once and on their own tasks (each bounded by `timeout`; a
+    /// connection that ends ends them).
+    fn resubscribe(&self, upstream: &str, conn: &Arc<Connection>, timeout: Duration) {
+        for uri in self.subscribed(upstream) {
+            self.subscribe_resource(upstream, conn, &uri, timeout);
+        }
+    }
+
+    /// Subscribes `conn` to updates of `uri` on its own task (see
+    /// [`upstream::subscribe_resource`]); a listen stream that holds the
+    /// subscription is kept until [`Hub::end_resource_listen`].
+    pub(crate) fn subscribe_resource(
+        &self,
+        upstream: &str,
+        conn: &Arc<Connection>,
+        uri: &str,
+        timeout: Duration,
+    ) {
+        // No one holds it any more (an unsubscribe came between a
+        // reconnect's snapshot and now): nothing to start.
+        if self.subscription_count(upstream, uri) == 0 {
+            return;
+        }
+        if let Some(listen) = upstream::subscribe_resource(upstream, conn, uri, timeout) {
+            self.start_resource_listen(upstream, uri, listen);
+        }
+    }
+
+    fn upstream_event(&self, upstream: &str, event: UpstreamEvent) {
         let event = match event {
             // A URI routes the update: it is not upstream text to redact.
             UpstreamEvent::ResourceUpdated(params) => ClientEvent::ResourceUpdated(params),
@@ -848,6 +920,24 @@ impl Hub {
         };
         let _ = self.events.send(event);
     }
+}
+
+/// Applies the supervisors' reports in the order they were sent, until
+/// the gateway and every supervisor are gone.
+async fn apply_reports(hub: Arc<Hub>, mut reports: mpsc::Receiver<Report>) {
+    while let Some(report) = reports.recv().await {
+        hub.apply(report);
+    }
+}
+
+/// Shows what the lockfile made of an upstream's last complete read.
+fn record_approval(up: &Upstream, published: &Published) {
+    let diff = &published.diff;
+    crate::ops::metrics::drift(
+        up.name(),
+        diff.added.len() + diff.removed.len() + diff.changed.len(),
+    );
+    up.update(|s| s.judged(diff, published.pinned));
 }
 
 fn list_changed_method(kind: ListKind) -> &'static str {

@@ -52,4 +52,4 @@ mod upstream;
 
 pub use gateway::Gateway;
 pub use router::Reply;
-pub use upstream::UpstreamStatus;
+pub use sluice_core::health::UpstreamStatus;

@@ -32,6 +32,7 @@ use serde_json::{Value, json};
 use crate::audit::{self, Decision};
 use crate::boundary::budget::{self, Surface};
 use crate::catalog::drift::DriftKind;
+use crate::health::UpstreamState;
 use crate::jsonrpc::{self, RpcError};
 use crate::method::ListKind;
 use crate::protocol::{self, Era};
@@ -82,8 +83,8 @@ pub enum UpstreamFailure {
     Unavailable {
         /// The upstream's name.
         upstream: String,
-        /// Its state, in words.
-        state: &'static str,
+        /// Its state.
+        state: UpstreamState,
     },
     /// No answer within the request timeout.
     #[error("upstream {upstream:?} did not answer within {after:?}")]

@@ -15,7 +15,7 @@ use super::Snapshot;
 use super::forward::Forward;
 use crate::downstream::{ClientSession, RequestCtx};
 use crate::gateway::Gateway;
-use crate::upstream::{self, Upstream};
+use crate::upstream::Upstream;
 
 impl Gateway {
     pub(super) async fn read_resource(
@@ -76,7 +76,7 @@ impl Gateway {
                 return Ok(json!({}));
             }
             let timeout = snap.live.config.server.request_timeout;
-            upstream::subscribe_resource(name, &self.hub, &conn, &uri, timeout);
+            self.hub.subscribe_resource(name, &conn, &uri, timeout);
             return Ok(json!({}));
         }
         let boundary = answer::boundary(

@@ -21,19 +21,18 @@
 
 use std::collections::{HashMap, HashSet};
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::sync::{Arc, LazyLock, Mutex, MutexGuard, PoisonError};
 use std::time::Duration;
 
 use serde_json::{Value, json};
 use sluice_core::jsonrpc::{self, Message, RpcError};
+use sluice_core::policy::UpstreamFailure;
 use sluice_core::protocol::{self, Era};
 use tokio::sync::{mpsc, oneshot};
 use tokio_util::sync::CancellationToken;
 
-use super::http::HttpWire;
-use super::stdio::StdioWire;
+use super::wire::{Inbound, Outgoing, Wire};
 use crate::pending::{Answer, Pending};
-use sluice_core::policy::UpstreamFailure;
 
 /// After this many timeouts in a row with no answer in between, the upstream
 /// is taken as hung and its connection is closed (the supervisor restarts it).
@@ -41,6 +40,9 @@ const HUNG_AFTER_TIMEOUTS: u32 = 3;
 
 /// How long a relayed server-to-client request may wait for the client.
 const RELAY_TIMEOUT: Duration = Duration::from_secs(300);
+
+/// What a request declares when it declares no client capabilities.
+static NO_CAPABILITIES: LazyLock<Value> = LazyLock::new(|| json!({}));
 
 /// Something the upstream sent that belongs to one in-flight request.
 #[derive(Debug)]
@@ -71,6 +73,21 @@ pub(crate) enum UpstreamEvent {
     Log(Value),
 }
 
+/// One request to send.
+pub(crate) struct Call<'a> {
+    pub(crate) method: &'a str,
+    pub(crate) params: Value,
+    /// Declared to a modern upstream on this request.
+    pub(crate) client_capabilities: &'a Value,
+    /// Receives the request's progress, logging and server-to-client
+    /// requests.
+    pub(crate) related: Option<RelatedSink>,
+    /// The longest the answer is waited for.
+    pub(crate) timeout: Duration,
+    /// Extra HTTP headers (`Mcp-Param-*`) for a modern HTTP upstream.
+    pub(crate) headers: &'a [(String, String)],
+}
+
 /// What the handshake learned.
 #[derive(Debug, Clone)]
 pub(crate) struct ServerDescription {
@@ -88,22 +105,18 @@ pub(crate) struct Connection {
     description: ServerDescription,
 }
 
-/// The transport underneath.
-pub(crate) enum Wire {
-    Stdio(StdioWire),
-    Http(Arc<HttpWire>),
-}
-
-/// State shared by the connection's handle, its reader and its guards.
+/// The protocol state of one connection, shared by its handle, the
+/// transport's readers and each request's guard.
 pub(crate) struct Shared {
-    pub(crate) name: Arc<str>,
-    pub(crate) pending: Pending,
+    name: Arc<str>,
+    pending: Pending,
     /// Requests whose answer was too large to read (stdio).
     oversized: Mutex<HashSet<u64>>,
-    routes: Mutex<Routes>,
+    /// Shared with the tasks that relay the upstream's requests.
+    routes: Arc<Mutex<Routes>>,
     events: mpsc::Sender<UpstreamEvent>,
-    pub(crate) closed: CancellationToken,
-    pub(crate) wire: Wire,
+    closed: CancellationToken,
+    wire: Arc<dyn Wire>,
     timeouts_in_a_row: AtomicU32,
     /// Messages received so far: a timeout while the upstream kept talking
     /// (say, a question the client never answered) is not a hang.
@@ -128,11 +141,28 @@ struct Routes {
 /// Cleans up after one request, and cancels it upstream if it is dropped
 /// unanswered.
 struct RequestGuard<'a> {
-    shared: &'a Arc<Shared>,
+    shared: &'a Shared,
     id: u64,
     era: Era,
     token: Option<String>,
     answered: bool,
+}
+
+// === impl Call ===
+
+impl<'a> Call<'a> {
+    /// A request of sluice's own: no client capabilities, nothing related,
+    /// no extra headers.
+    pub(crate) fn new(method: &'a str, params: Value, timeout: Duration) -> Self {
+        Call {
+            method,
+            params,
+            client_capabilities: &NO_CAPABILITIES,
+            related: None,
+            timeout,
+            headers: &[],
+        }
+    }
 }
 
 // === impl Connection ===
@@ -143,10 +173,6 @@ impl Connection {
             shared,
             description,
         }
-    }
-
-    pub(crate) fn wire(&self) -> &Wire {
-        &self.shared.wire
     }
 
     pub(crate) fn description(&self) -> &ServerDescription {
@@ -167,7 +193,7 @@ impl Connection {
     }
 
     pub(crate) fn is_closed(&self) -> bool {
-        self.shared.closed.is_cancelled()
+        self.shared.is_closed()
     }
 
     /// How many progress notifications named a token no request carried.
@@ -190,29 +216,33 @@ impl Connection {
         timeout: Duration,
         headers: &[(String, String)],
     ) -> Result<Value, UpstreamFailure> {
-        self.shared
-            .request(
-                self.description.era,
-                method,
-                params,
-                client_capabilities,
-                related,
-                timeout,
-                headers,
-            )
-            .await
+        self.call(Call {
+            method,
+            params,
+            client_capabilities,
+            related,
+            timeout,
+            headers,
+        })
+        .await
+    }
+
+    /// Sends one request in the connection's era and waits for its answer.
+    pub(crate) async fn call(&self, call: Call<'_>) -> Result<Value, UpstreamFailure> {
+        self.shared.request(self.description.era, call).await
+    }
+
+    /// How the child exited, for a stdio upstream that did.
+    pub(crate) async fn exit_status(&self) -> Option<std::process::ExitStatus> {
+        self.shared.wire.exit_status().await
     }
 
     /// Ends the connection: closes the transport and, for a child, sends
     /// SIGTERM then SIGKILL after `grace`.
     pub(crate) async fn shutdown(&self, grace: Duration) {
         self.shared.close();
-        if let Wire::Stdio(stdio) = &self.shared.wire {
-            stdio.terminate(&self.shared.name, grace).await;
-        }
-        if let Wire::Http(http) = &self.shared.wire {
-            http.end_session().await;
-        }
+        self.shared.wire.terminate(grace).await;
+        self.shared.wire.end_session().await;
     }
 }
 
@@ -221,7 +251,7 @@ impl Connection {
 impl Shared {
     pub(crate) fn new(
         name: Arc<str>,
-        wire: Wire,
+        wire: Arc<dyn Wire>,
         events: mpsc::Sender<UpstreamEvent>,
         client_info: Value,
     ) -> Arc<Self> {
@@ -229,7 +259,7 @@ impl Shared {
             name,
             pending: Pending::default(),
             oversized: Mutex::new(HashSet::new()),
-            routes: Mutex::new(Routes::default()),
+            routes: Arc::default(),
             events,
             closed: CancellationToken::new(),
             wire,
@@ -240,100 +270,69 @@ impl Shared {
         })
     }
 
+    pub(crate) fn name(&self) -> &str {
+        &self.name
+    }
+
+    pub(crate) fn wire(&self) -> &Arc<dyn Wire> {
+        &self.wire
+    }
+
+    pub(crate) fn is_closed(&self) -> bool {
+        self.closed.is_cancelled()
+    }
+
     /// Marks the connection gone and wakes every waiter.
     pub(crate) fn close(&self) {
         self.closed.cancel();
         self.pending.fail_all();
     }
 
-    fn lock_routes(&self) -> MutexGuard<'_, Routes> {
-        self.routes.lock().unwrap_or_else(PoisonError::into_inner)
+    /// A legacy upstream's notifications that belong to no request come
+    /// on their own stream over HTTP: opens it for as long as the
+    /// connection lives.
+    pub(crate) fn open_notifications(self: &Arc<Self>) {
+        let inbound: Arc<dyn Inbound> = Arc::clone(self) as Arc<dyn Inbound>;
+        Arc::clone(&self.wire).open_notifications(inbound, self.closed.clone());
     }
 
-    #[allow(clippy::too_many_arguments)]
-    pub(crate) async fn request(
-        self: &Arc<Self>,
-        era: Era,
-        method: &str,
-        mut params: Value,
-        client_capabilities: &Value,
-        related: Option<RelatedSink>,
-        timeout: Duration,
-        headers: &[(String, String)],
-    ) -> Result<Value, UpstreamFailure> {
-        if self.closed.is_cancelled() {
-            return Err(UpstreamFailure::Lost {
-                upstream: self.name.to_string(),
-            });
+    fn lock_routes(&self) -> MutexGuard<'_, Routes> {
+        lock(&self.routes)
+    }
+
+    fn lost(&self) -> UpstreamFailure {
+        UpstreamFailure::Lost {
+            upstream: self.name.to_string(),
         }
+    }
+
+    /// Sends one request in `era` and waits for its answer.
+    pub(crate) async fn request(&self, era: Era, call: Call<'_>) -> Result<Value, UpstreamFailure> {
+        if self.is_closed() {
+            return Err(self.lost());
+        }
+        let Call {
+            method,
+            mut params,
+            client_capabilities,
+            related,
+            timeout,
+            headers,
+        } = call;
         protocol::shape_upstream_params(era, &mut params, client_capabilities, &self.client_info);
-        let (id, rx) = self.pending.register();
-        let mut guard = RequestGuard {
-            shared: self,
-            id,
-            era,
-            token: None,
-            answered: false,
-        };
-        guard.token = self.route_progress(id, &mut params, related.as_ref());
-        if let Some(sink) = &related {
-            self.lock_routes().inflight.push((id, sink.clone()));
-        }
-        let name_header = name_of(method, &params);
-        let received_before = self.received.load(Ordering::Relaxed);
+        let (id, answer) = self.pending.register();
+        let mut guard = self.track(id, era, &mut params, related);
+        let name = name_of(method, &params);
         let message = jsonrpc::request(json!(id), method, params);
-        let exchange = async {
-            match &self.wire {
-                Wire::Stdio(stdio) => {
-                    if !stdio.send(&message).await {
-                        return Ok(Err(None));
-                    }
-                    Ok(rx.await.unwrap_or(Err(None)))
-                }
-                Wire::Http(http) => {
-                    // The answer normally comes on the request's own
-                    // response; a 2025-11-25 server may send it on its GET
-                    // stream instead (after closing the request's stream),
-                    // where `dispatch` resolves the pending entry.
-                    let exchange = http.exchange(
-                        self,
-                        era,
-                        id,
-                        method,
-                        name_header.as_deref(),
-                        headers,
-                        &message,
-                        related.as_ref(),
-                    );
-                    tokio::select! {
-                        outcome = exchange => outcome,
-                        Ok(answer) = rx => Ok(answer),
-                    }
-                }
-            }
+        let request = Outgoing {
+            era,
+            id,
+            method,
+            name: name.as_deref(),
+            headers,
+            message: &message,
         };
-        // Over HTTP nothing else wakes a request when the connection ends
-        // (a reconnect, shutdown): it must not wait on.
-        let exchange = async {
-            tokio::select! {
-                outcome = exchange => outcome,
-                () = self.closed.cancelled() => Ok(Err(None)),
-            }
-        };
-        let outcome = match tokio::time::timeout(timeout, exchange).await {
-            Ok(outcome) => outcome,
-            Err(_) => {
-                if self.received.load(Ordering::Relaxed) == received_before {
-                    self.note_timeout();
-                } else {
-                    self.timeouts_in_a_row.store(0, Ordering::Relaxed);
-                }
-                return Err(UpstreamFailure::Timeout {
-                    upstream: self.name.to_string(),
-                    after: timeout,
-                });
-            }
-        };
+        let outcome = self.answer(request, answer, timeout).await?;
         guard.answered = true;
         self.timeouts_in_a_row.store(0, Ordering::Relaxed);
         match outcome {
@@ -342,10 +341,69 @@ impl Shared {
             Ok(Err(None)) if self.take_oversized(id) => Err(UpstreamFailure::TooLarge {
                 upstream: self.name.to_string(),
             }),
-            Ok(Err(None)) => Err(UpstreamFailure::Lost {
-                upstream: self.name.to_string(),
-            }),
+            Ok(Err(None)) => Err(self.lost()),
             Err(e) => Err(e),
+        }
+    }
+
+    /// Registers where request `id`'s related traffic goes: its progress
+    /// token and its sink. The guard undoes it.
+    fn track(
+        &self,
+        id: u64,
+        era: Era,
+        params: &mut Value,
+        related: Option<RelatedSink>,
+    ) -> RequestGuard<'_> {
+        let token = self.route_progress(id, params, related.as_ref());
+        if let Some(sink) = related {
+            self.lock_routes().inflight.push((id, sink));
+        }
+        RequestGuard {
+            shared: self,
+            id,
+            era,
+            token,
+            answered: false,
+        }
+    }
+
+    /// Sends the request and waits for its answer, at most `timeout`: the
+    /// transport's outcome (`Err` only for a timeout).
+    async fn answer(
+        &self,
+        request: Outgoing<'_>,
+        answer: oneshot::Receiver<Answer>,
+        timeout: Duration,
+    ) -> Result<Result<Answer, UpstreamFailure>, UpstreamFailure> {
+        let received_before = self.received.load(Ordering::Relaxed);
+        let exchange = async {
+            tokio::select! {
+                // The answer normally comes on the request's own HTTP
+                // response; over stdio, or from a 2025-11-25 server that
+                // sends it on its GET stream instead, it comes through
+                // `Inbound::message`, which resolves the pending entry.
+                outcome = self.wire.exchange(request, self) => outcome,
+                answer = answer => Ok(answer.unwrap_or(Err(None))),
+                // Over HTTP nothing else wakes a request when the
+                // connection ends (a reconnect, shutdown): it must not
+                // wait on.
+                () = self.closed.cancelled() => Ok(Err(None)),
+            }
+        };
+        match tokio::time::timeout(timeout, exchange).await {
+            Ok(outcome) => Ok(outcome),
+            Err(_) => {
+                if self.received.load(Ordering::Relaxed) == received_before {
+                    self.note_timeout();
+                } else {
+                    self.timeouts_in_a_row.store(0, Ordering::Relaxed);
+                }
+                Err(UpstreamFailure::Timeout {
+                    upstream: self.name.to_string(),
+                    after: timeout,
+                })
+            }
         }
     }
 
@@ -380,69 +438,25 @@ impl Shared {
         }
     }
 
-    pub(crate) async fn notify(&self, era: Era, message: &Value) {
-        match &self.wire {
-            Wire::Stdio(stdio) => {
-                let _ = stdio.send(message).await;
-            }
-            Wire::Http(http) => http.notify(self, era, message).await,
-        }
-    }
-
-    /// A message too large to read arrived: when its first bytes show an
-    /// answer to one of sluice's requests, that request fails as too large.
-    /// Nothing is guessed: an oversized request or notification from the
-    /// upstream, or one whose id comes too late, fails nothing (the request
-    /// it may answer times out).
-    pub(crate) fn fail_oversized(&self, prefix: &[u8]) {
-        self.received.fetch_add(1, Ordering::Relaxed);
-        let Some(id) = jsonrpc::peek_id(prefix).and_then(|id| id.as_u64()) else {
-            tracing::warn!(upstream = %self.name, "the oversized message is not an answer sluice can place; discarded");
-            return;
-        };
-        self.lock_oversized().insert(id);
-        if !self.pending.resolve(&json!(id), Err(None)) {
-            self.lock_oversized().remove(&id);
-        }
-    }
-
     fn take_oversized(&self, id: u64) -> bool {
         self.lock_oversized().remove(&id)
     }
 
-    fn lock_oversized(&self) -> std::sync::MutexGuard<'_, HashSet<u64>> {
+    fn lock_oversized(&self) -> MutexGuard<'_, HashSet<u64>> {
         self.oversized
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
     }
 
-    /// Routes one message the upstream sent. `related` is the request whose
-    /// HTTP response stream carried it, if any.
-    pub(crate) fn dispatch(
-        self: &Arc<Self>,
-        era: Era,
-        message: Message,
-        related: Option<&RelatedSink>,
-    ) {
-        self.received.fetch_add(1, Ordering::Relaxed);
-        match message {
-            Message::Response { id, outcome } => {
-                self.timeouts_in_a_row.store(0, Ordering::Relaxed);
-                let answer: Answer = outcome.map_err(Some);
-                if !self.pending.resolve(&id, answer) {
-                    tracing::debug!(upstream = %self.name, "answer to a request no one waits for; dropped");
-                }
-            }
-            Message::Notification { method, params } => {
-                self.dispatch_notification(method, params, related)
-            }
-            Message::Request { id, method, params } => {
-                self.relay_request(era, id, method, params, related)
-            }
-        }
+    /// The sink of the request whose response stream carried a message.
+    fn related(&self, stream: Option<u64>) -> Option<RelatedSink> {
+        let id = stream?;
+        let routes = self.lock_routes();
+        let (_, sink) = routes.inflight.iter().find(|(i, _)| *i == id)?;
+        Some(sink.clone())
     }
 
-    fn dispatch_notification(&self, method: String, params: Value, related: Option<&RelatedSink>) {
+    fn dispatch_notification(&self, method: String, params: Value, stream: Option<u64>) {
         match method.as_str() {
             "notifications/progress" => {
                 // Relayed with sluice's token; the router puts back the
@@ -474,8 +488,8 @@ impl Shared {
             "notifications/cancelled" | "notifications/subscriptions/acknowledged" => {}
             _ => {
                 let message = jsonrpc::notification(&method, params.clone());
-                let sink = related
-                    .cloned()
+                let sink = self
+                    .related(stream)
                     .or_else(|| self.guess_related(false).map(|(_, sink)| sink));
                 match sink {
                     Some(sink) => {
@@ -499,7 +513,7 @@ impl Shared {
     /// *request* (`elicitation/create` during a call) on its GET stream, so
     /// a `request` gets the same one-in-flight rule there.
     fn guess_related(&self, request: bool) -> Option<(u64, RelatedSink)> {
-        if !request && matches!(self.wire, Wire::Http(_)) {
+        if !request && self.wire.names_the_request() {
             return None;
         }
         let routes = self.lock_routes();
@@ -516,16 +530,15 @@ impl Shared {
     /// goes to the client behind the related request, and its answer back
     /// upstream.
     fn relay_request(
-        self: &Arc<Self>,
+        &self,
         era: Era,
         id: Value,
         method: String,
         params: Value,
-        related: Option<&RelatedSink>,
+        stream: Option<u64>,
     ) {
-        let shared = Arc::clone(self);
-        let (asker, sink) = match related {
-            Some(sink) => (None, Some(sink.clone())),
+        let (asker, sink) = match self.related(stream) {
+            Some(sink) => (None, Some(sink)),
             None => match self.guess_related(true) {
                 Some((asker, sink)) => (Some(asker), Some(sink)),
                 None => (None, None),
@@ -534,33 +547,16 @@ impl Shared {
         if let Some(asker) = asker {
             *self.lock_routes().asking.entry(asker).or_insert(0) += 1;
         }
+        let routes = Arc::clone(&self.routes);
+        let wire = Arc::clone(&self.wire);
         tokio::spawn(async move {
             let outcome = if method == "ping" {
                 Ok(json!({}))
             } else {
-                match sink {
-                    None => Err(RpcError::method_not_found(&method)),
-                    Some(sink) => {
-                        let (reply, answer) = oneshot::channel();
-                        let sent = sink
-                            .send(Related::Request {
-                                method: method.clone(),
-                                params,
-                                reply,
-                            })
-                            .await;
-                        match (sent, tokio::time::timeout(RELAY_TIMEOUT, answer).await) {
-                            (Ok(()), Ok(Ok(outcome))) => outcome,
-                            _ => Err(RpcError::new(
-                                jsonrpc::INTERNAL_ERROR,
-                                format!("no client answered {method}"),
-                            )),
-                        }
-                    }
-                }
+                ask_client(method, params, sink).await
             };
             if let Some(asker) = asker {
-                let mut routes = shared.lock_routes();
+                let mut routes = lock(&routes);
                 if let Some(n) = routes.asking.get_mut(&asker) {
                     *n -= 1;
                     if *n == 0 {
@@ -568,19 +564,82 @@ impl Shared {
                     }
                 }
             }
-            shared.reply(era, id, outcome).await;
+            wire.reply(era, &jsonrpc::response(id, outcome)).await;
         });
     }
+}
 
-    async fn reply(&self, era: Era, id: Value, outcome: Result<Value, RpcError>) {
-        let message = jsonrpc::response(id, outcome);
-        match &self.wire {
-            Wire::Stdio(stdio) => {
-                let _ = stdio.send(&message).await;
+impl Inbound for Shared {
+    /// Routes one message the upstream sent.
+    fn message(&self, era: Era, message: Message, stream: Option<u64>) {
+        self.received.fetch_add(1, Ordering::Relaxed);
+        match message {
+            Message::Response { id, outcome } => {
+                self.timeouts_in_a_row.store(0, Ordering::Relaxed);
+                let answer: Answer = outcome.map_err(Some);
+                if !self.pending.resolve(&id, answer) {
+                    tracing::debug!(upstream = %self.name, "answer to a request no one waits for; dropped");
+                }
             }
-            Wire::Http(http) => http.post_reply(era, &message).await,
+            Message::Notification { method, params } => {
+                self.dispatch_notification(method, params, stream)
+            }
+            Message::Request { id, method, params } => {
+                self.relay_request(era, id, method, params, stream)
+            }
         }
     }
+
+    /// When its first bytes show an answer to one of sluice's requests,
+    /// that request fails as too large. Nothing is guessed: an oversized
+    /// request or notification from the upstream, or one whose id comes
+    /// too late, fails nothing (the request it may answer times out).
+    fn oversized(&self, prefix: &[u8]) {
+        self.received.fetch_add(1, Ordering::Relaxed);
+        let Some(id) = jsonrpc::peek_id(prefix).and_then(|id| id.as_u64()) else {
+            tracing::warn!(upstream = %self.name, "the oversized message is not an answer sluice can place; discarded");
+            return;
+        };
+        self.lock_oversized().insert(id);
+        if !self.pending.resolve(&json!(id), Err(None)) {
+            self.lock_oversized().remove(&id);
+        }
+    }
+
+    fn ended(&self) {
+        self.close();
+    }
+}
+
+/// Relays a server-to-client request to the client behind `sink` and waits
+/// for its answer.
+async fn ask_client(
+    method: String,
+    params: Value,
+    sink: Option<RelatedSink>,
+) -> Result<Value, RpcError> {
+    let Some(sink) = sink else {
+        return Err(RpcError::method_not_found(&method));
+    };
+    let (reply, answer) = oneshot::channel();
+    let sent = sink
+        .send(Related::Request {
+            method: method.clone(),
+            params,
+            reply,
+        })
+        .await;
+    match (sent, tokio::time::timeout(RELAY_TIMEOUT, answer).await) {
+        (Ok(()), Ok(Ok(outcome))) => outcome,
+        _ => Err(RpcError::new(
+            jsonrpc::INTERNAL_ERROR,
+            format!("no client answered {method}"),
+        )),
+    }
+}
+
+fn lock(routes: &Mutex<Routes>) -> MutexGuard<'_, Routes> {
+    routes.lock().unwrap_or_else(PoisonError::into_inner)
 }
 
 /// The value of the `Mcp-Name` header for the methods that carry one.
@@ -606,27 +665,22 @@ impl Drop for RequestGuard<'_> {
                 routes.progress.remove(token);
             }
         }
-        if self.answered || self.shared.closed.is_cancelled() {
+        if self.answered || self.shared.is_closed() {
             return;
         }
         // Dropped unanswered: the client cancelled, went away, or the
-        // timeout passed. Tell the upstream to stop (MCP-NOTES §7.2).
-        let shared = Arc::clone(self.shared);
+        // timeout passed. Tell the upstream to stop (MCP specification,
+        // Cancellation); a modern HTTP upstream takes the closed response
+        // stream as the cancellation.
+        if !self.shared.wire.cancels_by_notification(self.era) {
+            return;
+        }
+        let wire = Arc::clone(&self.shared.wire);
         let era = self.era;
         let cancel = jsonrpc::notification(
             "notifications/cancelled",
             json!({"requestId": self.id, "reason": "cancelled by the client or timed out"}),
         );
-        tokio::spawn(async move {
-            match &shared.wire {
-                Wire::Stdio(stdio) => {
-                    let _ = stdio.send(&cancel).await;
-                }
-                // A modern HTTP upstream takes the closed response stream
-                // as the cancellation; a legacy one needs the notification.
-                Wire::Http(http) if era == Era::Legacy => http.notify(&shared, era, &cancel).await,
-                Wire::Http(_) => {}
-            }
-        });
+        tokio::spawn(async move { wire.notify(era, &cancel).await });
     }
 }

@@ -14,18 +14,20 @@ use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
 use futures::StreamExt;
+use futures::future::BoxFuture;
 use http::{HeaderMap, HeaderName, HeaderValue, StatusCode, header};
 use serde_json::Value;
 use sluice_core::headers;
 use sluice_core::jsonrpc::Message;
+use sluice_core::policy::UpstreamFailure;
 use sluice_core::protocol::{self, Era};
 use sluice_core::trace_context;
 use sse_stream::SseByteStream;
+use tokio_util::sync::CancellationToken;
 
-use super::connection::{RelatedSink, Shared};
+use super::wire::{Inbound, Outgoing, Wire};
 use crate::outbound;
 use crate::pending::Answer;
-use sluice_core::policy::UpstreamFailure;
 
 /// How long to wait before resuming a polled SSE answer when the upstream
 /// named no `retry`, and the most sluice waits whatever it named.
@@ -39,7 +41,19 @@ const MAX_IDLE_RESUMES: u32 = 20;
 /// stops reopening it (the POST path keeps working without it).
 const GET_STREAM_RETRIES: u32 = 5;
 
+/// Where a polled SSE answer stands between its streams.
+struct Polling {
+    /// The id of the last event seen: where to resume.
+    last_event: Option<String>,
+    /// How long to wait before resuming.
+    retry: Duration,
+    /// Resumptions in a row that brought no event.
+    idle_resumes: u32,
+}
+
 pub(crate) struct HttpWire {
+    /// The upstream's name, for the log.
+    name: Arc<str>,
     client: reqwest::Client,
     url: String,
     configured: HeaderMap,
@@ -49,12 +63,13 @@ pub(crate) struct HttpWire {
 }
 
 impl HttpWire {
-    /// Builds the wire. Header names or values that HTTP cannot carry are a
-    /// configuration error, reported with the header's name only.
     /// A wire to `checked`, the upstream's URL as the outbound guard
     /// passed it: connections go to the checked addresses only, and
-    /// redirects are not followed (S-10).
+    /// redirects are not followed (SECURITY.md, S-10). Header names or
+    /// values that HTTP cannot carry are a configuration error, reported
+    /// with the header's name only.
     pub(crate) fn new(
+        name: Arc<str>,
         checked: &outbound::Checked,
         headers: &BTreeMap<String, String>,
         max_message: usize,
@@ -73,6 +88,7 @@ impl HttpWire {
         let client =
             outbound::pinned_client(builder, checked).map_err(|e| format!("HTTP client: {e}"))?;
         Ok(HttpWire {
+            name,
             client,
             url: checked.url.to_string(),
             configured,
@@ -80,12 +96,6 @@ impl HttpWire {
             session: Mutex::new(None),
             version: Mutex::new(None),
         })
-    }
-
-    /// Records the version a legacy handshake negotiated.
-    pub(crate) fn set_legacy_version(&self, version: &str) {
-        *self.version.lock().unwrap_or_else(PoisonError::into_inner) =
-            HeaderValue::try_from(version).ok();
     }
 
     fn headers(
@@ -106,29 +116,7 @@ impl HttpWire {
             HeaderValue::from_static("application/json"),
         );
         match era {
-            Era::Modern => {
-                h.insert(
-                    "mcp-protocol-version",
-                    HeaderValue::from_static(protocol::MODERN_VERSION),
-                );
-                if let Some(method) = method.and_then(|m| HeaderValue::try_from(m).ok()) {
-                    h.insert("mcp-method", method);
-                }
-                if let Some(name) =
-                    name.and_then(|n| HeaderValue::try_from(headers::encode_value(n)).ok())
-                {
-                    h.insert("mcp-name", name);
-                }
-                for (name, value) in params {
-                    let header = (
-                        HeaderName::try_from(name.as_str()),
-                        HeaderValue::try_from(value.as_str()),
-                    );
-                    if let (Ok(name), Ok(value)) = header {
-                        h.insert(name, value);
-                    }
-                }
-            }
+            Era::Modern => modern_headers(&mut h, method, name, params),
             Era::Legacy => {
                 if let Some(v) = self
                     .version
@@ -191,21 +179,22 @@ impl HttpWire {
     }
 
     /// POSTs one request and reads its answer, routing what comes before it.
-    #[allow(clippy::too_many_arguments)]
-    pub(crate) async fn exchange(
+    async fn post_request(
         &self,
-        shared: &Arc<Shared>,
-        era: Era,
-        id: u64,
-        method: &str,
-        name: Option<&str>,
-        params: &[(String, String)],
-        message: &Value,
-        related: Option<&RelatedSink>,
+        request: Outgoing<'_>,
+        inbound: &dyn Inbound,
     ) -> Result<Answer, UpstreamFailure> {
-        let upstream = || shared.name.to_string();
+        let Outgoing {
+            era,
+            id,
+            method,
+            name,
+            headers,
+            message,
+        } = request;
+        let upstream = || self.name.to_string();
         let resp = self
-            .post(era, Some(method), name, params, message)
+            .post(era, Some(method), name, headers, message)
             .await
             .map_err(|_| UpstreamFailure::Lost {
                 upstream: upstream(),
@@ -218,22 +207,32 @@ impl HttpWire {
                 .get(reqwest::header::LOCATION)
                 .and_then(|l| l.to_str().ok())
                 .unwrap_or("?");
-            tracing::warn!(upstream = %shared.name, "the upstream answered {status} to {to:?}; redirects are not followed");
+            tracing::warn!(upstream = %self.name, "the upstream answered {status} to {to:?}; redirects are not followed");
             return Err(UpstreamFailure::Protocol {
                 upstream: upstream(),
                 detail: "it answered with a redirect, and redirects are not followed",
             });
         }
         if status == StatusCode::NOT_FOUND && era == Era::Legacy && self.has_session() {
-            tracing::warn!(upstream = %shared.name, "upstream ended our session; reconnecting");
-            shared.close();
+            tracing::warn!(upstream = %self.name, "upstream ended our session; reconnecting");
+            inbound.ended();
             return Err(UpstreamFailure::Lost {
                 upstream: upstream(),
             });
         }
         if is_event_stream(resp.headers()) {
-            return self.read_stream(shared, era, id, resp, related).await;
+            return self.read_stream(inbound, era, id, resp).await;
         }
+        self.read_body(resp, status).await
+    }
+
+    /// Reads a request's answer sent as one JSON object.
+    async fn read_body(
+        &self,
+        resp: reqwest::Response,
+        status: StatusCode,
+    ) -> Result<Answer, UpstreamFailure> {
+        let upstream = || self.name.to_string();
         let body = match read_capped(resp, self.max_message).await {
             Ok(body) => body,
             Err(BodyError::TooLarge) => {
@@ -268,80 +267,98 @@ impl HttpWire {
     /// bounds the whole).
     async fn read_stream(
         &self,
-        shared: &Arc<Shared>,
+        inbound: &dyn Inbound,
         era: Era,
         id: u64,
         resp: reqwest::Response,
-        related: Option<&RelatedSink>,
     ) -> Result<Answer, UpstreamFailure> {
         let mut resp = resp;
-        let mut last_event: Option<String> = None;
-        let mut retry = DEFAULT_SSE_RETRY;
-        let mut idle_resumes = 0;
+        let mut polling = Polling {
+            last_event: None,
+            retry: DEFAULT_SSE_RETRY,
+            idle_resumes: 0,
+        };
         loop {
-            let exceeded = Arc::new(AtomicBool::new(false));
-            let mut events = capped_events(resp, self.max_message, Arc::clone(&exceeded));
-            while let Some(event) = events.next().await {
-                let Ok(event) = event else {
-                    let upstream = shared.name.to_string();
-                    return Err(if exceeded.load(Ordering::Relaxed) {
-                        UpstreamFailure::TooLarge { upstream }
-                    } else {
-                        UpstreamFailure::Protocol {
-                            upstream,
-                            detail: "the event stream broke",
-                        }
-                    });
-                };
-                if let Some(event_id) = event.id.filter(|i| !i.is_empty()) {
-                    last_event = Some(event_id);
-                }
-                if let Some(ms) = event.retry {
-                    retry = Duration::from_millis(ms).clamp(MIN_SSE_RETRY, MAX_SSE_RETRY);
-                }
-                idle_resumes = 0;
-                // Priming events carry an id and empty data: nothing to route.
-                let Some(data) = event.data.filter(|d| !d.trim().is_empty()) else {
-                    continue;
-                };
-                match Message::parse(data.as_bytes()) {
-                    Some(Ok(Message::Response { id: rid, outcome }))
-                        if rid.as_u64() == Some(id) =>
-                    {
-                        return Ok(outcome.map_err(Some));
-                    }
-                    Some(Ok(message)) => shared.dispatch(era, message, related),
-                    _ => {
-                        tracing::warn!(upstream = %shared.name, "upstream sent an event that is not JSON-RPC; ignored")
-                    }
-                }
+            if let Some(outcome) = self.read_events(inbound, era, id, resp, &mut polling).await {
+                return outcome;
             }
             // The stream ended without the answer: resumable only in the
-            // legacy era, and only after an event with an id.
-            let (Era::Legacy, Some(last)) = (era, &last_event) else {
-                return Ok(Err(None));
-            };
-            // An upstream that keeps closing without saying anything new is
-            // not polling, it is broken.
-            idle_resumes += 1;
-            if idle_resumes > MAX_IDLE_RESUMES {
+            // legacy era.
+            if era != Era::Legacy {
                 return Ok(Err(None));
             }
-            tokio::time::sleep(retry).await;
-            let mut headers = self.headers(Era::Legacy, None, None, &[]);
-            headers.remove(header::CONTENT_TYPE);
-            headers.insert(
-                header::ACCEPT,
-                HeaderValue::from_static("text/event-stream"),
-            );
-            let Ok(last) = HeaderValue::try_from(last.as_str()) else {
-                return Ok(Err(None));
+            resp = match self.resume(&mut polling).await {
+                Some(resp) => resp,
+                None => return Ok(Err(None)),
             };
-            headers.insert("last-event-id", last);
-            resp = match self.client.get(&self.url).headers(headers).send().await {
-                Ok(r) if r.status().is_success() && is_event_stream(r.headers()) => r,
-                _ => return Ok(Err(None)),
+        }
+    }
+
+    /// Reads one event stream of request `id`'s answer, routing what comes
+    /// before it; `None` when the stream ends without it.
+    async fn read_events(
+        &self,
+        inbound: &dyn Inbound,
+        era: Era,
+        id: u64,
+        resp: reqwest::Response,
+        polling: &mut Polling,
+    ) -> Option<Result<Answer, UpstreamFailure>> {
+        let exceeded = Arc::new(AtomicBool::new(false));
+        let mut events = capped_events(resp, self.max_message, Arc::clone(&exceeded));
+        while let Some(event) = events.next().await {
+            let Ok(event) = event else {
+                let upstream = self.name.to_string();
+                return Some(Err(if exceeded.load(Ordering::Relaxed) {
+                    UpstreamFailure::TooLarge { upstream }
+                } else {
+                    UpstreamFailure::Protocol {
+                        upstream,
+                        detail: "the event stream broke",
+                    }
+                }));
             };
+            if let Some(event_id) = event.id.filter(|i| !i.is_empty()) {
+                polling.last_event = Some(event_id);
+            }
+            if let Some(ms) = event.retry {
+                polling.retry = Duration::from_millis(ms).clamp(MIN_SSE_RETRY, MAX_SSE_RETRY);
+            }
+            polling.idle_resumes = 0;
+            // Priming events carry an id and empty data: nothing to route.
+            let Some(data) = event.data.filter(|d| !d.trim().is_empty()) else {
+                continue;
+            };
+            match Message::parse(data.as_bytes()) {
+                Some(Ok(Message::Response { id: rid, outcome })) if rid.as_u64() == Some(id) => {
+                    return Some(Ok(outcome.map_err(Some)));
+                }
+                Some(Ok(message)) => inbound.message(era, message, Some(id)),
+                _ => {
+                    tracing::warn!(upstream = %self.name, "upstream sent an event that is not JSON-RPC; ignored")
+                }
+            }
+        }
+        None
+    }
+
+    /// Waits the `retry` and resumes a polled answer after its last event;
+    /// `None` when it cannot be resumed (no event with an id yet, too many
+    /// resumptions in a row without news, or the `GET` failed).
+    async fn resume(&self, polling: &mut Polling) -> Option<reqwest::Response> {
+        let last = polling.last_event.as_deref()?;
+        // An upstream that keeps closing without saying anything new is
+        // not polling, it is broken.
+        polling.idle_resumes += 1;
+        if polling.idle_resumes > MAX_IDLE_RESUMES {
+            return None;
+        }
+        tokio::time::sleep(polling.retry).await;
+        let mut headers = self.stream_headers();
+        headers.insert("last-event-id", HeaderValue::try_from(last).ok()?);
+        match self.client.get(&self.url).headers(headers).send().await {
+            Ok(r) if r.status().is_success() && is_event_stream(r.headers()) => Some(r),
+            _ => None,
         }
     }
 
@@ -353,20 +370,15 @@ impl HttpWire {
     }
 
     /// POSTs a notification; the answer (202) carries nothing.
-    pub(crate) async fn notify(&self, shared: &Shared, era: Era, message: &Value) {
+    async fn post_notification(&self, era: Era, message: &Value) {
         let method = message.get("method").and_then(Value::as_str);
         if let Err(e) = self.post(era, method, None, &[], message).await {
-            tracing::debug!(upstream = %shared.name, "notification not delivered: {e}");
+            tracing::debug!(upstream = %self.name, "notification not delivered: {e}");
         }
     }
 
-    /// POSTs the client's answer to a server-to-client request.
-    pub(crate) async fn post_reply(&self, era: Era, message: &Value) {
-        let _ = self.post(era, None, None, &[], message).await;
-    }
-
     /// Ends a legacy session with DELETE (best effort).
-    pub(crate) async fn end_session(&self) {
+    async fn delete_session(&self) {
         let session = self
             .session
             .lock()
@@ -384,48 +396,123 @@ impl HttpWire {
         }
     }
 
+    /// The headers of a `GET` for an event stream.
+    fn stream_headers(&self) -> HeaderMap {
+        let mut headers = self.headers(Era::Legacy, None, None, &[]);
+        headers.remove(header::CONTENT_TYPE);
+        headers.insert(
+            header::ACCEPT,
+            HeaderValue::from_static("text/event-stream"),
+        );
+        headers
+    }
+
     /// Keeps the legacy GET stream open for the upstream's notifications
     /// that belong to no request (`list_changed`, `resources/updated`).
-    pub(crate) fn listen(self: &Arc<Self>, shared: Arc<Shared>) {
-        let wire = Arc::clone(self);
-        tokio::spawn(async move {
-            let mut failures = 0;
-            while !shared.closed.is_cancelled() && failures < GET_STREAM_RETRIES {
-                let mut headers = wire.headers(Era::Legacy, None, None, &[]);
-                headers.remove(header::CONTENT_TYPE);
-                headers.insert(
-                    header::ACCEPT,
-                    HeaderValue::from_static("text/event-stream"),
-                );
-                let resp = tokio::select! {
-                    resp = wire.client.get(&wire.url).headers(headers).send() => resp,
-                    () = shared.closed.cancelled() => return,
-                };
-                match resp {
-                    Ok(resp) if resp.status().is_success() && is_event_stream(resp.headers()) => {
-                        failures = 0;
-                        let mut events =
-                            capped_events(resp, wire.max_message, Arc::new(AtomicBool::new(false)));
-                        loop {
-                            let event = tokio::select! {
-                                event = events.next() => event,
-                                () = shared.closed.cancelled() => return,
-                            };
-                            let Some(Ok(event)) = event else { break };
-                            if let Some(Some(Ok(message))) =
-                                event.data.map(|d| Message::parse(d.as_bytes()))
-                            {
-                                shared.dispatch(Era::Legacy, message, None);
-                            }
+    async fn listen(&self, inbound: &dyn Inbound, closed: &CancellationToken) {
+        let mut failures = 0;
+        while !closed.is_cancelled() && failures < GET_STREAM_RETRIES {
+            let headers = self.stream_headers();
+            let resp = tokio::select! {
+                resp = self.client.get(&self.url).headers(headers).send() => resp,
+                () = closed.cancelled() => return,
+            };
+            match resp {
+                Ok(resp) if resp.status().is_success() && is_event_stream(resp.headers()) => {
+                    failures = 0;
+                    let mut events =
+                        capped_events(resp, self.max_message, Arc::new(AtomicBool::new(false)));
+                    loop {
+                        let event = tokio::select! {
+                            event = events.next() => event,
+                            () = closed.cancelled() => return,
+                        };
+                        let Some(Ok(event)) = event else { break };
+                        if let Some(Some(Ok(message))) =
+                            event.data.map(|d| Message::parse(d.as_bytes()))
+                        {
+                            inbound.message(Era::Legacy, message, None);
                         }
                     }
-                    // 405: the upstream offers no GET stream. Fine.
-                    Ok(resp) if resp.status() == StatusCode::METHOD_NOT_ALLOWED => return,
-                    _ => failures += 1,
                 }
-                tokio::time::sleep(Duration::from_secs(1)).await;
+                // 405: the upstream offers no GET stream. Fine.
+                Ok(resp) if resp.status() == StatusCode::METHOD_NOT_ALLOWED => return,
+                _ => failures += 1,
             }
-        });
+            tokio::time::sleep(Duration::from_secs(1)).await;
+        }
+    }
+}
+
+impl Wire for HttpWire {
+    fn exchange<'a>(
+        &'a self,
+        request: Outgoing<'a>,
+        inbound: &'a dyn Inbound,
+    ) -> BoxFuture<'a, Result<Answer, UpstreamFailure>> {
+        Box::pin(self.post_request(request, inbound))
+    }
+
+    fn notify<'a>(&'a self, era: Era, message: &'a Value) -> BoxFuture<'a, ()> {
+        Box::pin(self.post_notification(era, message))
+    }
+
+    fn reply<'a>(&'a self, era: Era, message: &'a Value) -> BoxFuture<'a, ()> {
+        Box::pin(async move {
+            let _ = self.post(era, None, None, &[], message).await;
+        })
+    }
+
+    /// A modern upstream takes the closed response stream as the
+    /// cancellation; a legacy one needs the notification.
+    fn cancels_by_notification(&self, era: Era) -> bool {
+        era == Era::Legacy
+    }
+
+    fn names_the_request(&self) -> bool {
+        true
+    }
+
+    fn negotiated(&self, version: &str) {
+        *self.version.lock().unwrap_or_else(PoisonError::into_inner) =
+            HeaderValue::try_from(version).ok();
+    }
+
+    fn open_notifications(self: Arc<Self>, inbound: Arc<dyn Inbound>, closed: CancellationToken) {
+        tokio::spawn(async move { self.listen(&*inbound, &closed).await });
+    }
+
+    fn end_session(&self) -> BoxFuture<'_, ()> {
+        Box::pin(self.delete_session())
+    }
+}
+
+/// The SEP-2243 headers of a modern request: its version, method and
+/// name, and the `Mcp-Param-*` headers its tool's schema asks for.
+fn modern_headers(
+    h: &mut HeaderMap,
+    method: Option<&str>,
+    name: Option<&str>,
+    params: &[(String, String)],
+) {
+    h.insert(
+        "mcp-protocol-version",
+        HeaderValue::from_static(protocol::MODERN_VERSION),
+    );
+    if let Some(method) = method.and_then(|m| HeaderValue::try_from(m).ok()) {
+        h.insert("mcp-method", method);
+    }
+    if let Some(name) = name.and_then(|n| HeaderValue::try_from(headers::encode_value(n)).ok()) {
+        h.insert("mcp-name", name);
+    }
+    for (name, value) in params {
+        let header = (
+            HeaderName::try_from(name.as_str()),
+            HeaderValue::try_from(value.as_str()),
+        );
+        if let (Ok(name), Ok(value)) = header {
+            h.insert(name, value);
+        }
     }
 }
 

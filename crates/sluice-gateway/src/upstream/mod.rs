@@ -1,38 +1,52 @@
 //! Upstreams: connecting, reading catalogs, and keeping each one alive.
 //!
-//! Each configured upstream gets one supervisor task ([`supervise`]) that
+//! Each configured upstream gets one supervisor task ([`Supervisor`]) that
 //! connects (spawn or HTTP), probes the era (`server/discover`, then
-//! `initialize`), reads its catalog to the last page, publishes it, and
-//! re-reads it on `list_changed`. When the connection ends (crash, hang,
-//! session lost) every request in flight fails at once with an error naming
-//! the upstream, and the supervisor reconnects with exponential backoff. One
-//! upstream's trouble never reaches another's task.
+//! `initialize`), reads its catalog to the last page, and re-reads it on
+//! `list_changed`. When the connection ends (crash, hang, session lost)
+//! every request in flight fails at once with an error naming the upstream,
+//! and the supervisor reconnects with exponential backoff. One upstream's
+//! trouble never reaches another's task.
+//!
+//! A supervisor decides nothing for clients: it sends [`Report`]s (a
+//! complete read, a lost connection, an event) to whoever runs it, which
+//! publishes the catalog, changes the [`Upstream`]'s status and tells
+//! clients. Requests go straight to the [`Connection`], never through the
+//! supervisor.
+//!
+//! - `connection`: the protocol state of one connection (ids, pending
+//!   answers, progress routes, relayed server-to-client requests);
+//! - `wire`: the seam between a connection and its transport;
+//! - `stdio`, `http`: the two transports, which only move bytes.
 
 mod connection;
 mod http;
 mod stdio;
+mod wire;
 
 use std::sync::{Arc, Mutex, PoisonError, RwLock};
 use std::time::Duration;
 
-use serde::Serialize;
 use serde_json::{Value, json};
-use sluice_core::catalog::drift::{Diff, NotEstablished};
+use sluice_core::catalog::UpstreamCatalog;
+use sluice_core::catalog::drift::NotEstablished;
 use sluice_core::config::{Config, UpstreamConfig, UpstreamTransport};
 use sluice_core::discovery::{CatalogRead, CatalogStep, CatalogWalk, WalkLimits};
+use sluice_core::health::{CatalogState, UpstreamStatus};
 use sluice_core::jsonrpc;
+use sluice_core::policy::UpstreamFailure;
 use sluice_core::protocol::{self, Era, ProbeVerdict};
-use tokio::sync::mpsc;
+use tokio::sync::{mpsc, watch};
+use tokio::task::AbortHandle;
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
+use connection::{Call, ServerDescription, Shared};
 pub(crate) use connection::{Connection, Related, UpstreamEvent};
-use connection::{ServerDescription, Shared, Wire};
+use wire::{Inbound, Wire};
 
-use crate::gateway::{Hub, Published};
 use crate::ops::metrics;
 use crate::outbound;
-use sluice_core::policy::UpstreamFailure;
 
 /// The longest a `server/discover` probe waits before falling back to
 /// `initialize` (some legacy servers never answer an unknown method).
@@ -54,53 +68,8 @@ pub(crate) struct Upstream {
     /// or alone by a reload that removes or restarts it.
     pub(crate) stop: CancellationToken,
     connection: RwLock<Option<Arc<Connection>>>,
+    /// Changed by whoever applies the supervisor's [`Report`]s.
     status: Mutex<UpstreamStatus>,
-}
-
-/// What `/health` shows of an upstream. Nothing secret, no address.
-#[derive(Debug, Clone, Serialize, PartialEq)]
-pub struct UpstreamStatus {
-    /// `starting`, `ready`, `restarting`, `failed` or `stopped`.
-    pub state: &'static str,
-    /// `modern` or `legacy`, once connected.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub era: Option<&'static str>,
-    /// The negotiated protocol version, once connected.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub protocol_version: Option<String>,
-    /// How many times it was reconnected.
-    pub restarts: u32,
-    /// The last failure, in sluice's words.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub last_error: Option<String>,
-    /// The catalog: `none` (never read completely), `complete`, or `stale`
-    /// (the last complete read is served; a newer read did not finish).
-    pub catalog: &'static str,
-    /// Entry counts of the served catalog.
-    pub tools: usize,
-    /// Resources served.
-    pub resources: usize,
-    /// Resource templates served.
-    pub resource_templates: usize,
-    /// Prompts served.
-    pub prompts: usize,
-    /// The served catalog against `sluice.lock`: `pending` (no complete
-    /// read yet), `unpinned` (no lockfile), `unchanged` or `drifted`.
-    pub approval: &'static str,
-    /// What drifted, when `approval` is `drifted`.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub drift: Option<DriftCounts>,
-}
-
-/// How many entries drifted, by kind of drift.
-#[derive(Debug, Clone, Copy, Serialize, PartialEq, Eq)]
-pub struct DriftCounts {
-    /// Listed but not approved.
-    pub added: usize,
-    /// Approved but no longer listed.
-    pub removed: usize,
-    /// Listed with a definition other than the approved one.
-    pub changed: usize,
 }
 
 /// Settings every upstream shares.
@@ -115,6 +84,63 @@ pub(crate) struct Settings {
     pub(crate) catalog_read_timeout: Duration,
     /// `Duration::ZERO`: re-read only on `list_changed`.
     pub(crate) refresh_interval: Duration,
+}
+
+/// What happened to an upstream, as its supervisor tells whoever runs it
+/// (the gateway, which applies each in the order they were sent).
+pub(crate) struct Report {
+    pub(crate) upstream: Arc<Upstream>,
+    pub(crate) change: Change,
+}
+
+/// What a [`Report`] says.
+pub(crate) enum Change {
+    /// A connection attempt failed: why, in sluice's words. Another
+    /// follows the backoff.
+    Failed(String),
+    /// Connected and handshaken: what clients subscribed to is subscribed
+    /// again on `conn`, each subscription bounded by `request_timeout`.
+    Connected {
+        conn: Arc<Connection>,
+        request_timeout: Duration,
+    },
+    /// A complete catalog read, to publish.
+    Read(UpstreamCatalog),
+    /// A catalog read that did not finish: the previous one (if any) stays
+    /// served, and the read is retried.
+    NotEstablished(NotEstablished),
+    /// Something for clients: `resources/updated`, or a log message no
+    /// request took.
+    Event(UpstreamEvent),
+    /// The first connection attempt is over (connected and read, failed,
+    /// or stopped before either): reported once, after what it published.
+    Settled,
+    /// The connection ended: why. Requests in flight failed with it, and
+    /// its listen streams; the supervisor reconnects.
+    Lost(String),
+    /// The supervisor ended.
+    Stopped,
+}
+
+/// Keeps one upstream connected until its `stop` token is cancelled, and
+/// reports what happens to it. Each connection takes the settings in force
+/// when it is made.
+pub(crate) struct Supervisor {
+    up: Arc<Upstream>,
+    settings: watch::Receiver<Settings>,
+    reports: mpsc::Sender<Report>,
+    /// [`Change::Settled`] is still to be reported.
+    unsettled: bool,
+}
+
+/// How one connection ended.
+enum Ended {
+    /// It could not be made.
+    Failed,
+    /// It was lost.
+    Lost,
+    /// The upstream was stopped.
+    Stopped,
 }
 
 // === impl Settings ===
@@ -142,20 +168,7 @@ impl Upstream {
             config,
             stop,
             connection: RwLock::new(None),
-            status: Mutex::new(UpstreamStatus {
-                state: "starting",
-                era: None,
-                protocol_version: None,
-                restarts: 0,
-                last_error: None,
-                catalog: "none",
-                tools: 0,
-                resources: 0,
-                resource_templates: 0,
-                prompts: 0,
-                approval: "pending",
-                drift: None,
-            }),
+            status: Mutex::new(UpstreamStatus::default()),
         }
     }
 
@@ -185,7 +198,7 @@ impl Upstream {
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
             .catalog
-            != "none"
+            != CatalogState::None
     }
 
     pub(crate) fn status(&self) -> UpstreamStatus {
@@ -195,27 +208,11 @@ impl Upstream {
             .clone()
     }
 
-    fn update(&self, f: impl FnOnce(&mut UpstreamStatus)) {
+    /// Changes the status (and the `up` gauge with it).
+    pub(crate) fn update(&self, f: impl FnOnce(&mut UpstreamStatus)) {
         let mut status = self.status.lock().unwrap_or_else(PoisonError::into_inner);
         f(&mut status);
-        metrics::upstream_up(self.name(), status.state == "ready");
-    }
-
-    /// Shows what the lockfile made of its last complete read.
-    pub(crate) fn record_approval(&self, published: &Published) {
-        let diff = &published.diff;
-        metrics::drift(
-            self.name(),
-            diff.added.len() + diff.removed.len() + diff.changed.len(),
-        );
-        self.update(|s| {
-            s.approval = match (diff, published.pinned) {
-                (_, false) => "unpinned",
-                (d, true) if d.is_empty() => "unchanged",
-                _ => "drifted",
-            };
-            s.drift = (!diff.is_empty()).then(|| drift_counts(diff));
-        });
+        metrics::upstream_up(self.name(), status.is_ready());
     }
 
     fn set_connection(&self, conn: Option<Arc<Connection>>) {
@@ -226,56 +223,76 @@ impl Upstream {
     }
 }
 
-/// Counts an upstream's first connection attempt once, however it ends:
-/// connected and read, failed, or stopped before either.
-struct FirstAttempt<'a> {
-    hub: &'a Hub,
-    pending: bool,
-}
+// === impl Supervisor ===
 
-impl FirstAttempt<'_> {
-    fn done(&mut self) {
-        if std::mem::take(&mut self.pending) {
-            self.hub.mark_settled();
+impl Supervisor {
+    /// A supervisor for `up`, connecting with what `settings` holds at
+    /// each connection and sending its reports to `reports`.
+    pub(crate) fn new(
+        up: Arc<Upstream>,
+        settings: watch::Receiver<Settings>,
+        reports: mpsc::Sender<Report>,
+    ) -> Self {
+        Supervisor {
+            up,
+            settings,
+            reports,
+            unsettled: true,
         }
     }
-}
 
-impl Drop for FirstAttempt<'_> {
-    fn drop(&mut self) {
-        self.done();
+    /// Connects, serves and reconnects with backoff until stopped.
+    pub(crate) async fn run(mut self) {
+        let mut backoff = BACKOFF_MIN;
+        loop {
+            let settings = self.settings.borrow().clone();
+            let started = Instant::now();
+            match self.connection(&settings).await {
+                Ended::Stopped => break,
+                Ended::Failed => {}
+                Ended::Lost if started.elapsed() > HEALTHY_AFTER => backoff = BACKOFF_MIN,
+                Ended::Lost => {}
+            }
+            if !wait_backoff(&mut backoff, &self.up.stop).await {
+                break;
+            }
+        }
+        self.settle().await;
+        self.report(Change::Stopped).await;
     }
-}
 
-/// Keeps one upstream connected until its `stop` token is cancelled. Each
-/// connection takes the settings in force when it is made.
-pub(crate) async fn supervise(up: Arc<Upstream>, hub: Arc<Hub>) {
-    let mut backoff = BACKOFF_MIN;
-    let mut first_attempt = FirstAttempt {
-        hub: &hub,
-        pending: true,
-    };
-    loop {
-        let settings = hub.settings();
-        let (events_tx, mut events) = mpsc::channel(256);
-        let started = Instant::now();
-        let conn = match connect(&up.config, &settings, events_tx, &up.stop).await {
+    async fn report(&self, change: Change) {
+        let report = Report {
+            upstream: Arc::clone(&self.up),
+            change,
+        };
+        // Whoever runs supervisors drains their reports until the last
+        // one is gone.
+        let _ = self.reports.send(report).await;
+    }
+
+    /// Reports the first connection attempt over, once.
+    async fn settle(&mut self) {
+        if std::mem::take(&mut self.unsettled) {
+            self.report(Change::Settled).await;
+        }
+    }
+
+    /// Makes one connection and serves it until it ends.
+    async fn connection(&mut self, settings: &Settings) -> Ended {
+        let up = Arc::clone(&self.up);
+        let (events_tx, events) = mpsc::channel(256);
+        let conn = match connect(&up.config, settings, events_tx, &up.stop).await {
             Ok(conn) => Arc::new(conn),
-            Err(_) if up.stop.is_cancelled() => break,
+            Err(_) if up.stop.is_cancelled() => return Ended::Stopped,
             Err(reason) => {
                 tracing::warn!(upstream = up.name(), "upstream failed to start: {reason}");
-                up.update(|s| {
-                    s.state = "failed";
-                    s.last_error = Some(reason);
-                });
-                first_attempt.done();
-                if !wait_backoff(&mut backoff, &up.stop).await {
-                    break;
-                }
-                continue;
+                self.report(Change::Failed(reason)).await;
+                self.settle().await;
+                return Ended::Failed;
             }
         };
-        let desc = conn.description().clone();
+        let desc = conn.description();
         tracing::info!(
             upstream = up.name(),
             era = era_name(desc.era),
@@ -283,94 +300,106 @@ pub(crate) async fn supervise(up: Arc<Upstream>, hub: Arc<Hub>) {
             "upstream connected"
         );
         up.set_connection(Some(Arc::clone(&conn)));
-        up.update(|s| {
-            s.state = "ready";
-            s.era = Some(era_name(desc.era));
-            s.protocol_version = Some(desc.protocol_version.clone());
-        });
-        resubscribe(&up, &hub, &conn, &settings);
-        let mut reads = ReadSchedule::new(&settings);
-        let Some(complete) = refresh_or_stop(&up, &hub, &conn, &settings, &up.stop).await else {
-            return stop(&up, &conn, &settings).await;
+        self.report(Change::Connected {
+            conn: Arc::clone(&conn),
+            request_timeout: settings.request_timeout,
+        })
+        .await;
+        let ended = self.serve(&conn, settings, events).await;
+        up.set_connection(None);
+        match ended {
+            // sluice shuts down, or a reload removes or restarts the
+            // upstream: a child gets SIGTERM, then SIGKILL after the grace
+            // period.
+            Ended::Stopped => conn.shutdown(settings.shutdown_grace).await,
+            _ => self.lost(&conn, settings).await,
+        }
+        ended
+    }
+
+    /// Reads the catalog, then re-reads it when due and passes the
+    /// connection's events on, until the connection ends or the upstream
+    /// is stopped.
+    async fn serve(
+        &mut self,
+        conn: &Connection,
+        settings: &Settings,
+        mut events: mpsc::Receiver<UpstreamEvent>,
+    ) -> Ended {
+        let mut reads = ReadSchedule::new(settings);
+        let Some(complete) = self.refresh(conn, settings).await else {
+            return Ended::Stopped;
         };
         reads.after_read(complete);
-        first_attempt.done();
-
+        self.settle().await;
         loop {
-            let refresh_at = reads.next;
-            let refresh_due = async {
-                match refresh_at {
-                    Some(at) => tokio::time::sleep_until(at).await,
-                    None => std::future::pending().await,
-                }
-            };
             tokio::select! {
-                () = up.stop.cancelled() => return stop(&up, &conn, &settings).await,
-                () = conn.closed() => break,
+                () = self.up.stop.cancelled() => return Ended::Stopped,
+                () = conn.closed() => return Ended::Lost,
                 Some(event) = events.recv() => match event {
                     UpstreamEvent::ListChanged(_) => reads.list_changed(),
-                    other => hub.upstream_event(up.name(), other),
+                    other => self.report(Change::Event(other)).await,
                 },
-                () = refresh_due => {
-                    let Some(complete) = refresh_or_stop(&up, &hub, &conn, &settings, &up.stop).await else {
-                        return stop(&up, &conn, &settings).await;
+                () = reads.due() => {
+                    let Some(complete) = self.refresh(conn, settings).await else {
+                        return Ended::Stopped;
                     };
                     reads.after_read(complete);
                 }
             }
         }
+    }
 
-        // The connection ended: requests in flight already failed, and
-        // its listen streams with them.
-        up.set_connection(None);
-        hub.forget_resource_listens(up.name());
-        let reason = match exit_status(&conn).await {
+    /// The connection ended: requests in flight already failed, and its
+    /// listen streams with them.
+    async fn lost(&self, conn: &Connection, settings: &Settings) {
+        let reason = match conn.exit_status().await {
             Some(status) => format!("the process exited ({status})"),
             None => "the connection was lost".to_owned(),
         };
         tracing::warn!(
-            upstream = up.name(),
+            upstream = self.up.name(),
             "upstream disconnected: {reason}; reconnecting"
         );
-        metrics::upstream_restarted(up.name());
-        up.update(|s| {
-            s.state = "restarting";
-            s.restarts += 1;
-            s.last_error = Some(reason);
-        });
+        metrics::upstream_restarted(self.up.name());
+        self.report(Change::Lost(reason)).await;
         conn.shutdown(settings.shutdown_grace).await;
-        if started.elapsed() > HEALTHY_AFTER {
-            backoff = BACKOFF_MIN;
-        }
-        if !wait_backoff(&mut backoff, &up.stop).await {
-            break;
+    }
+
+    /// Reads the catalog unless the upstream is stopped first (`None`);
+    /// `Some(true)` when the read was complete. A connection lost meanwhile
+    /// ends the read at once (its requests fail).
+    async fn refresh(&self, conn: &Connection, settings: &Settings) -> Option<bool> {
+        tokio::select! {
+            complete = self.read(conn, settings) => Some(complete),
+            () = self.up.stop.cancelled() => None,
         }
     }
-    up.update(|s| s.state = "stopped");
-}
 
-/// The upstream is stopped (sluice shuts down, or a reload removes or
-/// restarts it): ends the connection (a child gets SIGTERM, then SIGKILL
-/// after the grace period).
-async fn stop(up: &Upstream, conn: &Connection, settings: &Settings) {
-    conn.shutdown(settings.shutdown_grace).await;
-    up.set_connection(None);
-    up.update(|s| s.state = "stopped");
-}
-
-async fn exit_status(conn: &Connection) -> Option<std::process::ExitStatus> {
-    match conn.wire() {
-        Wire::Stdio(stdio) => {
-            // The reader saw EOF; give the process a moment to be reaped.
-            for _ in 0..10 {
-                if let Some(status) = stdio.exit_status().await {
-                    return Some(status);
-                }
-                tokio::time::sleep(Duration::from_millis(20)).await;
+    /// Reads the whole catalog and reports it; `true` when complete.
+    async fn read(&self, conn: &Connection, settings: &Settings) -> bool {
+        let started = Instant::now();
+        let read = read_catalog(conn, settings).await;
+        metrics::discovery(
+            self.up.name(),
+            matches!(read, CatalogRead::Complete(_)),
+            started.elapsed(),
+        );
+        match read {
+            CatalogRead::Complete(catalog) => {
+                self.report(Change::Read(catalog)).await;
+                true
             }
-            None
+            CatalogRead::Incomplete { list, reason } => {
+                let reason = NotEstablished::Incomplete { list, reason };
+                tracing::warn!(
+                    upstream = self.up.name(),
+                    "catalog not established: {reason}; the previous catalog (if any) stays served, and the read is retried"
+                );
+                self.report(Change::NotEstablished(reason)).await;
+                false
+            }
         }
-        Wire::Http(_) => None,
     }
 }
 
@@ -391,36 +420,21 @@ fn era_name(era: Era) -> &'static str {
     }
 }
 
-/// Subscriptions clients hold survive a reconnect: subscribe again, all at
-/// once and on their own tasks (each bounded by the request timeout; a
-/// connection that ends ends them).
-fn resubscribe(up: &Upstream, hub: &Hub, conn: &Arc<Connection>, settings: &Settings) {
-    for uri in hub.subscribed(up.name()) {
-        subscribe_resource(up.name(), hub, conn, &uri, settings.request_timeout);
-    }
-}
-
 /// Subscribes `conn` to updates of `uri` on its own task. A legacy upstream
 /// takes `resources/subscribe`; a modern one has no such method and sends
-/// updates on a `subscriptions/listen` stream that names the URI
-/// (MCP-NOTES §4.4), kept open until [`Hub::end_resource_listen`] (which
-/// cancels it upstream).
+/// updates on a `subscriptions/listen` stream that names the URI (MCP
+/// 2026-07-28, `subscriptions/listen`): the task's handle is returned then,
+/// and aborting it ends the stream (which cancels it upstream).
 pub(crate) fn subscribe_resource(
     upstream: &str,
-    hub: &Hub,
     conn: &Arc<Connection>,
     uri: &str,
     timeout: Duration,
-) {
+) -> Option<AbortHandle> {
     let c = Arc::clone(conn);
     let name = upstream.to_owned();
     let target = uri.to_owned();
     let modern = conn.description().era == Era::Modern;
-    // No one holds it any more (an unsubscribe came between a reconnect's
-    // snapshot and now): nothing to start.
-    if hub.subscription_count(upstream, uri) == 0 {
-        return;
-    }
     let task = tokio::spawn(async move {
         let (method, params, lifetime) = if modern {
             let filter = json!({"notifications": {"resourceSubscriptions": [target]}});
@@ -428,18 +442,14 @@ pub(crate) fn subscribe_resource(
         } else {
             ("resources/subscribe", json!({"uri": target}), timeout)
         };
-        let outcome = c
-            .request(method, params, &json!({}), None, lifetime, &[])
-            .await;
+        let outcome = c.call(Call::new(method, params, lifetime)).await;
         if let Err(e) = outcome
             && !c.is_closed()
         {
             tracing::warn!(upstream = %name, "could not subscribe to a resource: {e}");
         }
     });
-    if modern {
-        hub.start_resource_listen(upstream, uri, task.abort_handle());
-    }
+    modern.then(|| task.abort_handle())
 }
 
 /// When the catalog is read next: on `list_changed` (debounced), on the
@@ -460,6 +470,17 @@ impl ReadSchedule {
         }
     }
 
+    /// Resolves when the next read is due (never, when none is).
+    fn due(&self) -> impl Future<Output = ()> + use<> {
+        let next = self.next;
+        async move {
+            match next {
+                Some(at) => tokio::time::sleep_until(at).await,
+                None => std::future::pending().await,
+            }
+        }
+    }
+
     fn after_read(&mut self, complete: bool) {
         let now = Instant::now();
         if complete {
@@ -474,78 +495,6 @@ impl ReadSchedule {
     fn list_changed(&mut self) {
         let soon = Instant::now() + REFRESH_DEBOUNCE;
         self.next = Some(self.next.map_or(soon, |at| at.min(soon)));
-    }
-}
-
-/// Reads the catalog unless shutdown comes first (`None`); `Some(true)`
-/// when the read was complete. A connection lost meanwhile ends the read at
-/// once (its requests fail).
-async fn refresh_or_stop(
-    up: &Upstream,
-    hub: &Hub,
-    conn: &Connection,
-    settings: &Settings,
-    shutdown: &CancellationToken,
-) -> Option<bool> {
-    tokio::select! {
-        complete = refresh_catalog(up, hub, conn, settings) => Some(complete),
-        () = shutdown.cancelled() => None,
-    }
-}
-
-/// Reads the whole catalog and publishes it, or keeps the previous one
-/// (marked stale) when the read did not finish. `true` when complete.
-async fn refresh_catalog(up: &Upstream, hub: &Hub, conn: &Connection, settings: &Settings) -> bool {
-    let started = Instant::now();
-    let read = read_catalog(conn, settings).await;
-    metrics::discovery(
-        up.name(),
-        matches!(read, CatalogRead::Complete(_)),
-        started.elapsed(),
-    );
-    match read {
-        CatalogRead::Complete(catalog) => {
-            let counts = [
-                catalog.tools.len(),
-                catalog.resources.len(),
-                catalog.resource_templates.len(),
-                catalog.prompts.len(),
-            ];
-            let Some(published) = hub.publish(up, catalog) else {
-                // A reload took this upstream out of service meanwhile.
-                return true;
-            };
-            up.record_approval(&published);
-            up.update(|s| {
-                s.catalog = "complete";
-                // What went wrong before is over: the upstream is serving.
-                s.last_error = None;
-                [s.tools, s.resources, s.resource_templates, s.prompts] = counts;
-            });
-            true
-        }
-        CatalogRead::Incomplete { list, reason } => {
-            let reason = NotEstablished::Incomplete { list, reason };
-            tracing::warn!(
-                upstream = up.name(),
-                "catalog not established: {reason}; the previous catalog (if any) stays served, and the read is retried"
-            );
-            up.update(|s| {
-                if s.catalog == "complete" {
-                    s.catalog = "stale";
-                }
-                s.last_error = Some(reason.to_string());
-            });
-            false
-        }
-    }
-}
-
-fn drift_counts(diff: &Diff) -> DriftCounts {
-    DriftCounts {
-        added: diff.added.len(),
-        removed: diff.removed.len(),
-        changed: diff.changed.len(),
     }
 }
 
@@ -569,16 +518,8 @@ pub(crate) async fn read_catalog(conn: &Connection, settings: &Settings) -> Cata
             Some(cursor) => json!({"cursor": cursor}),
             None => json!({}),
         };
-        let answer = conn
-            .request(
-                list.method(),
-                params,
-                &json!({}),
-                None,
-                settings.request_timeout.min(remaining),
-                &[],
-            )
-            .await;
+        let timeout = settings.request_timeout.min(remaining);
+        let answer = conn.call(Call::new(list.method(), params, timeout)).await;
         step = match answer {
             Ok(page) => walk.handle_page(page),
             Err(UpstreamFailure::Rpc(e)) => walk.handle_error(e.code),
@@ -619,7 +560,46 @@ pub(crate) async fn connect(
     shutdown: &CancellationToken,
 ) -> Result<Connection, String> {
     let name: Arc<str> = Arc::from(config.name.as_str());
-    let shared = match &config.transport {
+    let (wire, readers) = open_wire(&name, &config.transport, settings).await?;
+    let shared = Shared::new(name, wire, events, settings.client_info.clone());
+    if let Some(readers) = readers {
+        readers.start(
+            Arc::clone(&shared) as Arc<dyn Inbound>,
+            settings.max_message_bytes,
+        );
+    }
+    let handshake = tokio::select! {
+        h = tokio::time::timeout(settings.startup_timeout, handshake(&shared, settings)) => h.unwrap_or_else(|_| {
+            Err(format!("did not finish its handshake within {:?}", settings.startup_timeout))
+        }),
+        () = shutdown.cancelled() => Err("sluice is shutting down".to_owned()),
+    };
+    let description = match handshake {
+        Ok(description) => description,
+        Err(reason) => {
+            // Nothing else will end this child: its reader holds the
+            // connection alive until the process is gone.
+            shared.close();
+            shared.wire().terminate(settings.shutdown_grace).await;
+            return Err(reason);
+        }
+    };
+    match description.era {
+        Era::Legacy => shared.open_notifications(),
+        Era::Modern => listen_for_changes(&shared, &description.capabilities),
+    }
+    Ok(Connection::new(shared, description))
+}
+
+/// The transport to an upstream: a spawned child (with its readers, to
+/// start once there is a connection to deliver to), or an HTTP client for
+/// its checked address.
+async fn open_wire(
+    name: &Arc<str>,
+    transport: &UpstreamTransport,
+    settings: &Settings,
+) -> Result<(Arc<dyn Wire>, Option<stdio::StdioReaders>), String> {
+    match transport {
         UpstreamTransport::Stdio {
             command,
             args,
@@ -634,17 +614,9 @@ pub(crate) async fn connect(
                 cwd: cwd.as_ref(),
                 rlimit,
             };
-            let spawned = stdio::spawn(&name, &spec)
+            let (wire, readers) = stdio::spawn(name, &spec)
                 .map_err(|e| format!("could not start {command:?}: {e}"))?;
-            let (wire, readers) = spawned.into_parts();
-            let shared = Shared::new(
-                name,
-                Wire::Stdio(wire),
-                events,
-                settings.client_info.clone(),
-            );
-            readers.start(Arc::clone(&shared), settings.max_message_bytes);
-            shared
+            Ok((Arc::new(wire), Some(readers)))
         }
         UpstreamTransport::Http {
             url,
@@ -663,45 +635,22 @@ pub(crate) async fn connect(
                 )
             })?
             .map_err(|e| e.to_string())?;
-            let wire = http::HttpWire::new(&checked, headers, settings.max_message_bytes)?;
-            Shared::new(
-                name,
-                Wire::Http(Arc::new(wire)),
-                events,
-                settings.client_info.clone(),
-            )
+            let wire = http::HttpWire::new(
+                Arc::clone(name),
+                &checked,
+                headers,
+                settings.max_message_bytes,
+            )?;
+            Ok((Arc::new(wire), None))
         }
-    };
-    let handshake = tokio::select! {
-        h = tokio::time::timeout(settings.startup_timeout, handshake(&shared, settings)) => h.unwrap_or_else(|_| {
-            Err(format!("did not finish its handshake within {:?}", settings.startup_timeout))
-        }),
-        () = shutdown.cancelled() => Err("sluice is shutting down".to_owned()),
-    };
-    let description = match handshake {
-        Ok(description) => description,
-        Err(reason) => {
-            // Nothing else will end this child: its reader holds the
-            // connection alive until the process is gone.
-            shared.close();
-            if let Wire::Stdio(stdio) = &shared.wire {
-                stdio.terminate(&shared.name, settings.shutdown_grace).await;
-            }
-            return Err(reason);
-        }
-    };
-    match (description.era, &shared.wire) {
-        (Era::Legacy, Wire::Http(wire)) => wire.listen(Arc::clone(&shared)),
-        (Era::Legacy, Wire::Stdio(_)) => {}
-        (Era::Modern, _) => listen_for_changes(&shared, &description.capabilities),
     }
-    Ok(Connection::new(shared, description))
 }
 
 /// A modern upstream tells of catalog changes only on a
-/// `subscriptions/listen` stream (MCP-NOTES §4.4): open one for the lists
-/// it says can change. It lives as long as the connection; what arrives on
-/// it is routed like any notification, so `list_changed` triggers a re-read.
+/// `subscriptions/listen` stream (MCP 2026-07-28, `subscriptions/listen`):
+/// open one for the lists it says can change. It lives as long as the
+/// connection; what arrives on it is routed like any notification, so
+/// `list_changed` triggers a re-read.
 fn listen_for_changes(shared: &Arc<Shared>, capabilities: &Value) {
     let mut filter = serde_json::Map::new();
     for (capability, key) in [
@@ -722,44 +671,39 @@ fn listen_for_changes(shared: &Arc<Shared>, capabilities: &Value) {
     }
     let shared = Arc::clone(shared);
     tokio::spawn(async move {
-        let outcome = shared
-            .request(
-                Era::Modern,
-                "subscriptions/listen",
-                json!({"notifications": filter}),
-                &json!({}),
-                None,
-                LISTEN_LIFETIME,
-                &[],
-            )
-            .await;
+        let listen = Call::new(
+            "subscriptions/listen",
+            json!({"notifications": filter}),
+            LISTEN_LIFETIME,
+        );
+        let outcome = shared.request(Era::Modern, listen).await;
         if let Err(e) = outcome
-            && !shared.closed.is_cancelled()
+            && !shared.is_closed()
         {
-            tracing::warn!(upstream = %shared.name, "subscriptions/listen ended: {e}; catalog changes will be seen on reconnect");
+            tracing::warn!(
+                upstream = shared.name(),
+                "subscriptions/listen ended: {e}; catalog changes will be seen on reconnect"
+            );
         }
     });
 }
 
-/// Probes the era, then (legacy) runs `initialize` (MCP-NOTES §1.3).
-async fn handshake(shared: &Arc<Shared>, settings: &Settings) -> Result<ServerDescription, String> {
+/// Probes the era with `server/discover`, then (legacy) runs `initialize`
+/// (MCP specification, Lifecycle: Initialization).
+async fn handshake(shared: &Shared, settings: &Settings) -> Result<ServerDescription, String> {
+    // Half the start budget at most, so that `initialize` still has time
+    // after a probe that is never answered.
+    let timeout = PROBE_TIMEOUT.min(settings.startup_timeout / 2);
     let probe = shared
         .request(
             Era::Modern,
-            "server/discover",
-            json!({}),
-            &json!({}),
-            None,
-            // Half the start budget at most, so that `initialize` still
-            // has time after a probe that is never answered.
-            PROBE_TIMEOUT.min(settings.startup_timeout / 2),
-            &[],
+            Call::new("server/discover", json!({}), timeout),
         )
         .await;
     let verdict = match &probe {
         Ok(result) => protocol::judge_probe(&Ok(result.clone())),
         Err(UpstreamFailure::Rpc(e)) => protocol::judge_probe(&Err(e.clone())),
-        Err(UpstreamFailure::Lost { .. }) if shared.closed.is_cancelled() => {
+        Err(UpstreamFailure::Lost { .. }) if shared.is_closed() => {
             return Err("the upstream exited during the handshake".into());
         }
         // A timeout, an HTTP error without a JSON-RPC body, ...: legacy.
@@ -768,15 +712,11 @@ async fn handshake(shared: &Arc<Shared>, settings: &Settings) -> Result<ServerDe
     match verdict {
         ProbeVerdict::Modern => {
             let result = probe.unwrap_or_default();
-            Ok(ServerDescription {
-                era: Era::Modern,
-                protocol_version: protocol::MODERN_VERSION.to_owned(),
-                capabilities: result
-                    .get("capabilities")
-                    .cloned()
-                    .unwrap_or_else(|| json!({})),
-                handshake: result,
-            })
+            Ok(described(
+                Era::Modern,
+                protocol::MODERN_VERSION.to_owned(),
+                result,
+            ))
         }
         ProbeVerdict::ModernUnsupported => {
             Err("the upstream supports no protocol version sluice speaks".into())
@@ -785,10 +725,7 @@ async fn handshake(shared: &Arc<Shared>, settings: &Settings) -> Result<ServerDe
     }
 }
 
-async fn initialize(
-    shared: &Arc<Shared>,
-    settings: &Settings,
-) -> Result<ServerDescription, String> {
+async fn initialize(shared: &Shared, settings: &Settings) -> Result<ServerDescription, String> {
     // sluice declares sampling and elicitation so that upstreams can use
     // them through it (relayed to clients that support them). Not roots:
     // an upstream would replace its configured scope with the roots of
@@ -801,12 +738,7 @@ async fn initialize(
     let result = shared
         .request(
             Era::Legacy,
-            "initialize",
-            params,
-            &json!({}),
-            None,
-            settings.startup_timeout,
-            &[],
+            Call::new("initialize", params, settings.startup_timeout),
         )
         .await
         .map_err(|e| match e {
@@ -819,22 +751,21 @@ async fn initialize(
         .and_then(Value::as_str)
         .ok_or("the initialize result has no protocolVersion")?
         .to_owned();
-    if let Wire::Http(wire) = &shared.wire {
-        wire.set_legacy_version(&version);
-    }
-    shared
-        .notify(
-            Era::Legacy,
-            &jsonrpc::notification("notifications/initialized", Value::Null),
-        )
-        .await;
-    Ok(ServerDescription {
-        era: Era::Legacy,
-        protocol_version: version,
+    shared.wire().negotiated(&version);
+    let initialized = jsonrpc::notification("notifications/initialized", Value::Null);
+    shared.wire().notify(Era::Legacy, &initialized).await;
+    Ok(described(Era::Legacy, version, result))
+}
+
+/// What a handshake's `result` says of the upstream.
+fn described(era: Era, protocol_version: String, result: Value) -> ServerDescription {
+    ServerDescription {
+        era,
+        protocol_version,
         capabilities: result
             .get("capabilities")
             .cloned()
             .unwrap_or_else(|| json!({})),
         handshake: result,
-    })
+    }
 }

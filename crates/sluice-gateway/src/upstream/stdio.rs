@@ -1,7 +1,7 @@
 //! A child process speaking newline-delimited JSON-RPC on stdin/stdout.
 //!
 //! The child starts with a cleared environment plus `PATH`, `HOME` and what
-//! the config grants (DESIGN decision 10), in its own process group so that
+//! the config grants (SECURITY.md, S-21), in its own process group so that
 //! its descendants end with it. Every spawn is logged. Its stderr goes to
 //! sluice's log under the upstream's name. A line on stdout that is not
 //! JSON-RPC is logged and skipped. A line longer than the transport ceiling
@@ -17,18 +17,21 @@ use std::time::Duration;
 
 use bytes::{Buf, BytesMut};
 use futures::StreamExt;
+use futures::future::BoxFuture;
 use process_wrap::tokio::{ChildWrapper, CommandWrap, KillOnDrop, ProcessGroup};
 use rustix::process::{Resource, Rlimit};
 use serde_json::Value;
 use sluice_core::config::Rlimits;
 use sluice_core::jsonrpc::Message;
+use sluice_core::policy::UpstreamFailure;
 use sluice_core::protocol::Era;
 use tokio::io::AsyncWriteExt;
-use tokio::process::{ChildStderr, ChildStdout};
+use tokio::process::{ChildStderr, ChildStdin, ChildStdout};
 use tokio::sync::{Mutex, mpsc};
 use tokio_util::codec::{AnyDelimiterCodec, AnyDelimiterCodecError, Decoder, FramedRead};
 
-use super::connection::Shared;
+use super::wire::{Inbound, Outgoing, Wire};
+use crate::pending::Answer;
 
 /// POSIX signal numbers (the same on every Unix sluice runs on).
 const SIGTERM: i32 = 15;
@@ -42,6 +45,8 @@ const OVERSIZED_PREFIX: usize = 4096;
 
 /// The writing half and the process of a stdio upstream.
 pub(crate) struct StdioWire {
+    /// The upstream's name, for the log.
+    name: Arc<str>,
     lines: mpsc::Sender<Vec<u8>>,
     child: Mutex<Box<dyn ChildWrapper>>,
 }
@@ -55,16 +60,20 @@ pub(crate) struct ChildSpec<'a> {
     pub(crate) rlimit: &'a Rlimits,
 }
 
-/// The parts of a freshly spawned child that the reader tasks take.
-pub(crate) struct Spawned {
-    pub(crate) wire: StdioWire,
+/// The child's output streams, before their reader tasks start.
+pub(crate) struct StdioReaders {
+    name: Arc<str>,
     stdout: ChildStdout,
     stderr: ChildStderr,
 }
 
-/// Spawns the child. The returned wire is ready to send; call
-/// [`Spawned::start_reading`] once the connection's shared state exists.
-pub(crate) fn spawn(name: &str, spec: &ChildSpec<'_>) -> std::io::Result<Spawned> {
+/// Spawns the child. The returned wire is ready to send; start the
+/// readers ([`StdioReaders::start`]) once there is an [`Inbound`] to
+/// deliver to.
+pub(crate) fn spawn(
+    name: &Arc<str>,
+    spec: &ChildSpec<'_>,
+) -> std::io::Result<(StdioWire, StdioReaders)> {
     let mut command = tokio::process::Command::new(spec.command);
     command
         .args(spec.args)
@@ -88,10 +97,11 @@ pub(crate) fn spawn(name: &str, spec: &ChildSpec<'_>) -> std::io::Result<Spawned
     if let Some(pid) = pid {
         limit(name, pid, spec.rlimit);
     }
-    // Every spawn is on record (S-21): who, what, which process; the
-    // environment by names only, its values may be credentials.
+    // Every spawn is on record (SECURITY.md, S-21): who, what, which
+    // process; the environment by names only, its values may be
+    // credentials.
     tracing::info!(
-        upstream = name,
+        upstream = &**name,
         command = spec.command,
         args = ?spec.args,
         pid = ?pid,
@@ -100,9 +110,25 @@ pub(crate) fn spawn(name: &str, spec: &ChildSpec<'_>) -> std::io::Result<Spawned
         "spawned upstream"
     );
     let missing = || std::io::Error::other("child stdio was not piped");
-    let mut stdin = child.stdin().take().ok_or_else(missing)?;
+    let stdin = child.stdin().take().ok_or_else(missing)?;
     let stdout = child.stdout().take().ok_or_else(missing)?;
     let stderr = child.stderr().take().ok_or_else(missing)?;
+    let wire = StdioWire {
+        name: Arc::clone(name),
+        lines: write_lines(stdin),
+        child: Mutex::new(child),
+    };
+    let readers = StdioReaders {
+        name: Arc::clone(name),
+        stdout,
+        stderr,
+    };
+    Ok((wire, readers))
+}
+
+/// Writes the lines sent to the returned sender to the child's stdin, on
+/// their own task, until the child is gone.
+fn write_lines(mut stdin: ChildStdin) -> mpsc::Sender<Vec<u8>> {
     let (lines, mut rx) = mpsc::channel::<Vec<u8>>(256);
     tokio::spawn(async move {
         let mut batch = Vec::new();
@@ -123,14 +149,7 @@ pub(crate) fn spawn(name: &str, spec: &ChildSpec<'_>) -> std::io::Result<Spawned
         }
         // Dropping stdin closes it: a well-behaved child exits on EOF.
     });
-    Ok(Spawned {
-        wire: StdioWire {
-            lines,
-            child: Mutex::new(child),
-        },
-        stdout,
-        stderr,
-    })
+    lines
 }
 
 /// Applies `rlimit` to the running child. It is set right after the
@@ -164,31 +183,12 @@ fn limit(name: &str, pid: u32, rlimit: &Rlimits) {
     }
 }
 
-impl Spawned {
-    /// Splits off the reading halves; the reader tasks run until the child
-    /// closes stdout, then close the connection.
-    pub(crate) fn into_parts(self) -> (StdioWire, StdioReaders) {
-        (
-            self.wire,
-            StdioReaders {
-                stdout: self.stdout,
-                stderr: self.stderr,
-            },
-        )
-    }
-}
-
-/// The child's output streams, before their reader tasks start.
-pub(crate) struct StdioReaders {
-    stdout: ChildStdout,
-    stderr: ChildStderr,
-}
-
 impl StdioReaders {
-    /// Starts the reader tasks. `max_line` is the transport ceiling.
-    pub(crate) fn start(self, shared: Arc<Shared>, max_line: usize) {
-        let name = Arc::clone(&shared.name);
-        tokio::spawn(log_stderr(name, self.stderr));
+    /// Starts the reader tasks: stderr to the log, stdout to `inbound`
+    /// until the child closes it. `max_line` is the transport ceiling.
+    pub(crate) fn start(self, inbound: Arc<dyn Inbound>, max_line: usize) {
+        let name = self.name;
+        tokio::spawn(log_stderr(Arc::clone(&name), self.stderr));
         tokio::spawn(async move {
             let mut frames = FramedRead::new(self.stdout, CappedLines::new(max_line));
             while let Some(frame) = frames.next().await {
@@ -196,10 +196,10 @@ impl StdioReaders {
                     Ok(Frame::Line(line)) => line,
                     Ok(Frame::Oversized { prefix }) => {
                         tracing::warn!(
-                            upstream = %shared.name,
+                            upstream = %name,
                             "upstream wrote a message longer than the transport ceiling ({max_line} bytes); discarded"
                         );
-                        shared.fail_oversized(&prefix);
+                        inbound.oversized(&prefix);
                         continue;
                     }
                     Err(_) => break,
@@ -209,15 +209,15 @@ impl StdioReaders {
                 }
                 match Message::parse(&line) {
                     // The era only matters for how replies travel over HTTP.
-                    Some(Ok(message)) => shared.dispatch(Era::Legacy, message, None),
+                    Some(Ok(message)) => inbound.message(Era::Legacy, message, None),
                     _ => tracing::warn!(
-                        upstream = %shared.name,
+                        upstream = %name,
                         bytes = line.len(),
                         "upstream wrote a line that is not JSON-RPC; ignored"
                     ),
                 }
             }
-            shared.close();
+            inbound.ended();
         });
     }
 }
@@ -339,7 +339,7 @@ async fn log_stderr(name: Arc<str>, stderr: ChildStderr) {
 
 impl StdioWire {
     /// Queues one message as a line; `false` when the child is gone.
-    pub(crate) async fn send(&self, message: &Value) -> bool {
+    async fn send(&self, message: &Value) -> bool {
         // Serializing a `Value` cannot fail: its keys are strings.
         let Ok(mut line) = serde_json::to_vec(message) else {
             return false;
@@ -349,7 +349,8 @@ impl StdioWire {
     }
 
     /// SIGTERM to the process group, then SIGKILL after `grace`.
-    pub(crate) async fn terminate(&self, name: &str, grace: Duration) {
+    async fn kill(&self, grace: Duration) {
+        let name = &*self.name;
         let mut child = self.child.lock().await;
         if let Ok(Some(_)) = child.try_wait() {
             return;
@@ -368,9 +369,50 @@ impl StdioWire {
         }
     }
 
-    /// The exit status, if the child has exited.
-    pub(crate) async fn exit_status(&self) -> Option<std::process::ExitStatus> {
-        self.child.lock().await.try_wait().ok().flatten()
+    /// The exit status, once the child has exited: the reader saw EOF, so
+    /// it is given a moment to be reaped.
+    async fn reaped(&self) -> Option<std::process::ExitStatus> {
+        for _ in 0..10 {
+            if let Some(status) = self.child.lock().await.try_wait().ok().flatten() {
+                return Some(status);
+            }
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        None
+    }
+}
+
+impl Wire for StdioWire {
+    /// Writes the request; its answer comes on stdout, through the reader.
+    fn exchange<'a>(
+        &'a self,
+        request: Outgoing<'a>,
+        _inbound: &'a dyn Inbound,
+    ) -> BoxFuture<'a, Result<Answer, UpstreamFailure>> {
+        Box::pin(async move {
+            if !self.send(request.message).await {
+                return Ok(Err(None));
+            }
+            std::future::pending().await
+        })
+    }
+
+    fn notify<'a>(&'a self, _era: Era, message: &'a Value) -> BoxFuture<'a, ()> {
+        Box::pin(async move {
+            let _ = self.send(message).await;
+        })
+    }
+
+    fn reply<'a>(&'a self, era: Era, message: &'a Value) -> BoxFuture<'a, ()> {
+        self.notify(era, message)
+    }
+
+    fn terminate(&self, grace: Duration) -> BoxFuture<'_, ()> {
+        Box::pin(self.kill(grace))
+    }
+
+    fn exit_status(&self) -> BoxFuture<'_, Option<std::process::ExitStatus>> {
+        Box::pin(self.reaped())
     }
 }
 

@@ -10,7 +10,7 @@ fn each_upstream_failure_has_its_own_code_and_names_the_upstream() {
         (
             UpstreamFailure::Unavailable {
                 upstream: up(),
-                state: "restarting",
+                state: UpstreamState::Restarting,
             },
             UPSTREAM_UNAVAILABLE,
         ),

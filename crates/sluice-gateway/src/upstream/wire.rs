@@ -1,0 +1,109 @@
+//! The seam between a connection and its transport.
+//!
+//! A [`Wire`] moves bytes: it sends what the connection hands it and, for a
+//! request whose answer travels on the request's own response (HTTP), reads
+//! that answer. Everything else the upstream sends goes to the connection's
+//! [`Inbound`], which owns the protocol state (ids, pending answers, relays,
+//! progress routes). Neither side knows the other's type.
+
+use std::process::ExitStatus;
+use std::sync::Arc;
+use std::time::Duration;
+
+use futures::future::{self, BoxFuture};
+use serde_json::Value;
+use sluice_core::jsonrpc::Message;
+use sluice_core::policy::UpstreamFailure;
+use sluice_core::protocol::Era;
+use tokio_util::sync::CancellationToken;
+
+use crate::pending::Answer;
+
+/// One request on its way out.
+pub(crate) struct Outgoing<'a> {
+    /// The era the request speaks (it decides HTTP's headers).
+    pub(crate) era: Era,
+    /// sluice's id for it, as in `message`.
+    pub(crate) id: u64,
+    pub(crate) method: &'a str,
+    /// The value of the `Mcp-Name` header, for the methods that carry one.
+    pub(crate) name: Option<&'a str>,
+    /// Extra HTTP headers (`Mcp-Param-*`) for a modern HTTP upstream.
+    pub(crate) headers: &'a [(String, String)],
+    /// The JSON-RPC request.
+    pub(crate) message: &'a Value,
+}
+
+/// A transport to one upstream: a child's stdin/stdout, or Streamable HTTP.
+pub(crate) trait Wire: Send + Sync {
+    /// Sends one request. Resolves with the answer when the transport
+    /// carries it on the request's own response (HTTP), routing what comes
+    /// before it to `inbound`; otherwise (stdio) never: the answer comes
+    /// through `inbound` like any message. `Ok(Err(None))` when the
+    /// transport ended first.
+    fn exchange<'a>(
+        &'a self,
+        request: Outgoing<'a>,
+        inbound: &'a dyn Inbound,
+    ) -> BoxFuture<'a, Result<Answer, UpstreamFailure>>;
+
+    /// Sends a notification, best effort.
+    fn notify<'a>(&'a self, era: Era, message: &'a Value) -> BoxFuture<'a, ()>;
+
+    /// Sends sluice's answer to the upstream's request, best effort.
+    fn reply<'a>(&'a self, era: Era, message: &'a Value) -> BoxFuture<'a, ()>;
+
+    /// Whether a request dropped unanswered must be cancelled with
+    /// `notifications/cancelled` (MCP specification, Cancellation), rather
+    /// than by closing its response stream.
+    fn cancels_by_notification(&self, _era: Era) -> bool {
+        true
+    }
+
+    /// Whether the transport tells which request a message belongs to (the
+    /// HTTP response stream it came on): then a notification that came on
+    /// no request's stream belongs to none.
+    fn names_the_request(&self) -> bool {
+        false
+    }
+
+    /// Records the protocol version a legacy handshake negotiated.
+    fn negotiated(&self, _version: &str) {}
+
+    /// Opens what a legacy upstream sends notifications on that belong to
+    /// no request (HTTP's GET stream), until `closed`. Over stdio they
+    /// arrive on stdout with everything else.
+    fn open_notifications(self: Arc<Self>, _inbound: Arc<dyn Inbound>, _closed: CancellationToken) {
+    }
+
+    /// Ends what the transport runs: a child gets SIGTERM, then SIGKILL
+    /// after `grace`.
+    fn terminate(&self, _grace: Duration) -> BoxFuture<'_, ()> {
+        Box::pin(future::ready(()))
+    }
+
+    /// Tells the upstream its session is over (a legacy HTTP session).
+    fn end_session(&self) -> BoxFuture<'_, ()> {
+        Box::pin(future::ready(()))
+    }
+
+    /// How the child exited, once it has (waiting a moment for it to be
+    /// reaped); `None` for a transport without a process.
+    fn exit_status(&self) -> BoxFuture<'_, Option<ExitStatus>> {
+        Box::pin(future::ready(None))
+    }
+}
+
+/// Where a transport delivers what the upstream sent.
+pub(crate) trait Inbound: Send + Sync {
+    /// One message. `stream` is the id of the request whose HTTP response
+    /// carried it, if any; `era` is how replies to it travel.
+    fn message(&self, era: Era, message: Message, stream: Option<u64>);
+
+    /// A message too large to read: its first bytes.
+    fn oversized(&self, prefix: &[u8]);
+
+    /// The transport ended (the child closed stdout, the HTTP session is
+    /// gone).
+    fn ended(&self);
+}
