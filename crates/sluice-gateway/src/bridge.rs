@@ -34,7 +34,7 @@ use tokio::sync::{mpsc, oneshot};
 use tokio::task::JoinHandle;
 use tokio::time::Instant;
 
-use crate::downstream::RequestCtx;
+use crate::client::RequestCtx;
 use crate::upstream::{Connection, Related};
 use sluice_core::policy::UpstreamFailure;
 

@@ -8,6 +8,8 @@
 //!
 //! In the order a request travels:
 //!
+//! - [`client`]: what the router knows of the client behind one request
+//!   (its context, its link, its legacy session), whatever the transport.
 //! - [`downstream`]: the clients. `stdio` serves one client on
 //!   stdin/stdout, `http` serves many over Streamable HTTP; both eras on
 //!   both.
@@ -40,6 +42,7 @@
 
 pub mod auth;
 mod bridge;
+pub mod client;
 pub mod doctor;
 pub mod downstream;
 pub mod gateway;

@@ -22,7 +22,7 @@ use tokio::sync::mpsc;
 use tokio_util::codec::{AnyDelimiterCodec, AnyDelimiterCodecError, FramedRead};
 use tokio_util::sync::CancellationToken;
 
-use super::{ClientLink, ClientSession, RequestCtx};
+use crate::client::{ClientLink, ClientSession, RequestCtx};
 use crate::gateway::Gateway;
 use crate::pending::Pending;
 

@@ -9,10 +9,9 @@ use sluice_core::method::{ListKind, Method};
 use sluice_core::policy::{Denied, admit, answer, route};
 use sluice_core::progressive;
 
-use super::Snapshot;
 use super::forward::Forward;
-use crate::downstream::RequestCtx;
-use crate::gateway::Gateway;
+use crate::client::RequestCtx;
+use crate::gateway::{Gateway, Snapshot};
 use crate::ops::trace;
 
 impl Gateway {

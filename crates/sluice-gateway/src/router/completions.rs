@@ -6,11 +6,10 @@ use sluice_core::boundary::budget::Surface;
 use sluice_core::method::Method;
 use sluice_core::policy::{Denied, answer, route};
 
-use super::Snapshot;
 use super::calls::with_name;
 use super::forward::Forward;
-use crate::downstream::RequestCtx;
-use crate::gateway::Gateway;
+use crate::client::RequestCtx;
+use crate::gateway::{Gateway, Snapshot};
 
 impl Gateway {
     pub(super) async fn complete(

@@ -15,10 +15,9 @@ use sluice_core::policy::{Denied, UpstreamFailure, answer};
 use sluice_core::protocol::{self, Era};
 use tracing::Instrument;
 
-use super::Snapshot;
 use crate::bridge::{Flight, Question};
-use crate::downstream::RequestCtx;
-use crate::gateway::Gateway;
+use crate::client::RequestCtx;
+use crate::gateway::{Gateway, Snapshot};
 use crate::ops::{metrics, trace};
 use crate::upstream::{Related, Upstream};
 

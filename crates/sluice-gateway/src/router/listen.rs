@@ -9,8 +9,9 @@ use sluice_core::policy::Denied;
 use sluice_core::protocol;
 use tokio::sync::broadcast;
 
-use crate::downstream::RequestCtx;
-use crate::gateway::{ClientEvent, Gateway};
+use crate::client::ClientEvent;
+use crate::client::RequestCtx;
+use crate::gateway::Gateway;
 
 /// The filter keys a listen stream may ask for, and the list each names.
 const FILTERS: [(&str, ListKind); 3] = [

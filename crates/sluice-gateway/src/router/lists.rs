@@ -12,9 +12,8 @@ use sluice_core::method::ListKind;
 use sluice_core::policy::{Denied, answer, route};
 use sluice_core::progressive::{self, DESCRIBE_TOOL, LIST_SERVERS, LIST_TOOLS};
 
-use super::Snapshot;
 use crate::bridge::now_ms;
-use crate::gateway::Gateway;
+use crate::gateway::{Gateway, Snapshot};
 
 /// The rows of one list: what identifies each, in list order, and how to
 /// build the row at an index (only the rows of the page are built).

@@ -7,9 +7,8 @@ use sluice_core::method::Method;
 use sluice_core::policy::Denied;
 use sluice_core::protocol::Era;
 
-use super::Snapshot;
-use crate::downstream::RequestCtx;
-use crate::gateway::Gateway;
+use crate::client::RequestCtx;
+use crate::gateway::{Gateway, Snapshot};
 
 /// The levels of RFC 5424 that MCP logging uses.
 const LEVELS: [&str; 8] = [

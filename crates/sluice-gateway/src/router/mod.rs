@@ -5,7 +5,7 @@
 //! `ping`, the four lists from the federated catalog) and forwards the rest
 //! to the upstream that owns the tool, prompt or resource, with names
 //! translated back. Every decision on the way is `sluice_core::policy`'s,
-//! taken on one [`Snapshot`] per request; a refusal is a
+//! taken on one `Snapshot` per request; a refusal is a
 //! [`Denied`] until [`Gateway::handle`] turns it into the [`Reply`] the
 //! transport writes.
 //!
@@ -33,15 +33,14 @@ use std::sync::Arc;
 use serde_json::{Value, json};
 use sluice_core::access::Principal;
 use sluice_core::audit::Decision;
-use sluice_core::catalog::Federation;
 use sluice_core::jsonrpc::RpcError;
 use sluice_core::method::Method;
 use sluice_core::policy::Denied;
 use sluice_core::protocol::{self, CacheHints, Era};
 use tracing::Instrument;
 
-use crate::downstream::{ClientSession, RequestCtx};
-use crate::gateway::{Gateway, Live};
+use crate::client::{ClientSession, RequestCtx};
+use crate::gateway::{Gateway, Snapshot};
 use crate::ops::trace;
 use crate::upstream::Upstream;
 
@@ -63,15 +62,6 @@ const FORWARDED_HINTS: CacheHints = CacheHints {
 
 /// The longest a request waits for upstreams still starting.
 const SETTLE_WAIT_MAX: std::time::Duration = std::time::Duration::from_secs(10);
-
-/// What one request sees of the gateway, taken once when it starts: the
-/// configuration, upstreams and policies in force, and the federated
-/// catalog. A reload or a catalog read during the request changes what the
-/// next request sees, never this one's.
-pub(crate) struct Snapshot {
-    pub(crate) live: Arc<Live>,
-    pub(crate) federation: Arc<Federation>,
-}
 
 /// What a transport writes for one request: the answer in the client's
 /// era, and sluice's refusal when there was one (an HTTP answer takes its
@@ -220,12 +210,10 @@ impl Gateway {
         }
     }
 
-    /// What this request sees of the gateway (see [`Snapshot`]).
-    pub(crate) fn snapshot(&self) -> Snapshot {
-        Snapshot {
-            live: self.live(),
-            federation: self.federation(),
-        }
+    /// What this request sees of the gateway (see [`Snapshot`]): taken
+    /// once, passed down.
+    pub(crate) fn snapshot(&self) -> Arc<Snapshot> {
+        self.hub.snapshot()
     }
 
     /// The capabilities sluice offers: everything it can route.

@@ -11,10 +11,9 @@ use sluice_core::method::Method;
 use sluice_core::policy::{Denied, answer, route};
 use sluice_core::protocol::Era;
 
-use super::Snapshot;
 use super::forward::Forward;
-use crate::downstream::{ClientSession, RequestCtx};
-use crate::gateway::Gateway;
+use crate::client::{ClientSession, RequestCtx};
+use crate::gateway::{Gateway, Snapshot};
 use crate::upstream::Upstream;
 
 impl Gateway {

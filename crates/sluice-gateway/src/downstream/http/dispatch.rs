@@ -25,8 +25,8 @@ use tokio_util::sync::CancellationToken;
 use super::HttpState;
 use super::admission::HeaderView;
 use super::encode;
+use crate::client::{ClientLink, ClientSession, RequestCtx};
 use crate::downstream::stdio::envelope_message;
-use crate::downstream::{ClientLink, ClientSession, RequestCtx};
 use crate::gateway::Gateway;
 use crate::pending::Pending;
 

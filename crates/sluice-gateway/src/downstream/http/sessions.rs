@@ -14,7 +14,7 @@ use sluice_core::access::Principal;
 use sluice_core::policy::Denied;
 use sluice_core::session_token::{SessionClaims, SessionKey};
 
-use crate::downstream::ClientSession;
+use crate::client::ClientSession;
 use crate::gateway::Gateway;
 use crate::ops::metrics;
 
