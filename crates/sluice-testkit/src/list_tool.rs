@@ -14,8 +14,8 @@ use serde_json::{Value, json};
 
 use crate::ListToolMode;
 use crate::bulk;
+use crate::jsonrpc::RpcError;
 use crate::peer::lock;
-use crate::protocol::RpcError;
 
 /// The tool's name.
 pub const NAME: &str = "list_items";

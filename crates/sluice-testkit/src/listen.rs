@@ -18,8 +18,8 @@ use std::sync::{Arc, Mutex};
 
 use serde_json::{Map, Value, json};
 
-use crate::peer::{Out, OutTx, Peer, id_key, lock};
-use crate::protocol::{Payload, ReqCtx, RpcError};
+use crate::jsonrpc::{Payload, RpcError};
+use crate::peer::{Out, OutTx, Peer, ReqCtx, id_key, lock};
 
 /// `_meta` key tagging every notification of a subscription with the listen request's id.
 pub const META_SUBSCRIPTION_ID: &str = "io.modelcontextprotocol/subscriptionId";

@@ -9,12 +9,15 @@
 //! Everything works on `serde_json::Value` so that unknown fields and exact number spellings
 //! (`arbitrary_precision` + `preserve_order`) survive untouched.
 //!
-//! Layout: this file parses arguments; `protocol` decides eras and dispatches methods;
-//! `catalog` holds the tools/resources/prompts and pagination; `tools` implements `tools/call`;
-//! `listen` implements the 2026 `subscriptions/listen` change notifications; `resource_subs` the
-//! legacy `resources/subscribe` (and its unlisted observation resources); `peer` is
-//! per-connection state (cancellation, server→client requests); `bulk` produces large payloads
-//! (streamed in chunks for `huge_read` / `huge_write`); `stdio` and `http` are the transports.
+//! Layout: this file parses arguments; `fixture` is the server's state; `protocol` dispatches
+//! each request (one task each) to its method: `handshake` (eras, `initialize`,
+//! `server/discover`), `lists` (the protocol lists, with `pagination` and the discovery faults),
+//! `tools` (`tools/call`), `listen` (the 2026 `subscriptions/listen` change notifications),
+//! `resource_subs` (the legacy `resources/subscribe`, and its unlisted observation resources);
+//! `catalog` holds the tools/resources/prompts; `jsonrpc` is the message envelope and `era` the
+//! versions and the per-era result shape; `peer` is per-connection state (cancellation,
+//! server→client requests) and each request's context; `bulk` produces large payloads (streamed
+//! in chunks for `huge_read` / `huge_write`); `stdio` and `http` are the transports.
 //!
 //! For read-budget and redaction tests of a gateway: `read_big` (read-only `big`), `reflect`
 //! (sends back any text, structured content, image size or JSON-RPC error it is asked for),
@@ -28,13 +31,21 @@
 
 mod bulk;
 mod catalog;
+mod era;
+mod fixture;
+mod handshake;
 mod http;
+mod jsonrpc;
 mod list_tool;
 mod listen;
+mod lists;
+mod pagination;
 mod peer;
 mod protocol;
 mod resource_subs;
 mod stdio;
+#[cfg(test)]
+mod testutil;
 mod tools;
 
 use std::num::NonZeroUsize;
@@ -334,7 +345,7 @@ fn main() {
         }
     };
     let http_port = cfg.http;
-    let fixture = Arc::new(protocol::Fixture::new(cfg));
+    let fixture = Arc::new(fixture::Fixture::new(cfg));
     let result = runtime.block_on(async move {
         match http_port {
             Some(port) => http::run(fixture, port).await,
@@ -344,5 +355,83 @@ fn main() {
     if let Err(e) = result {
         eprintln!("sluice-fixture: {e}");
         std::process::exit(1);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+    use super::*;
+
+    #[test]
+    fn discovery_flag_requirements() {
+        let parse = |args: &[&str]| {
+            let argv = std::iter::once("sluice-fixture").chain(args.iter().copied());
+            Config::try_parse_from(argv).map_err(|e| e.kind())
+        };
+        use clap::error::ErrorKind;
+        for flag in ["--fail-page", "--hang-page"] {
+            assert_eq!(
+                parse(&[flag, "2"]).err(),
+                Some(ErrorKind::MissingRequiredArgument)
+            );
+            assert!(parse(&[flag, "0", "--page-size", "2"]).is_err());
+            assert!(parse(&[flag, "2", "--page-size", "2"]).is_ok());
+        }
+        assert!(
+            parse(&[
+                "--cursor-mode",
+                "cycle",
+                "--page-size",
+                "2",
+                "--cycle-length",
+                "1"
+            ])
+            .is_err()
+        );
+        let cfg = parse(&["--page-size", "2", "--cycle-length", "3"]).unwrap();
+        assert!(
+            cfg.check_combinations().is_err(),
+            "needs --cursor-mode cycle"
+        );
+        let cfg = parse(&["--page-size", "2"]).unwrap();
+        assert_eq!(cfg.cycle_length, crate::DEFAULT_CYCLE_LENGTH);
+        assert!(cfg.check_combinations().is_ok());
+    }
+
+    #[test]
+    fn violate_is_repeatable_and_comma_delimited() {
+        let argv = [
+            "sluice-fixture",
+            "--violate",
+            "result-type,cache-hints",
+            "--violate",
+            "secret",
+        ];
+        let cfg = Config::try_parse_from(argv).unwrap();
+        assert_eq!(
+            cfg.violate,
+            [
+                Violation::ResultType,
+                Violation::CacheHints,
+                Violation::Secret
+            ]
+        );
+        assert!(cfg.violates(Violation::Secret) && !cfg.violates(Violation::BigRead));
+        assert!(Config::try_parse_from(["sluice-fixture", "--violate", "nope"]).is_err());
+        assert!(
+            Config::try_parse_from(["sluice-fixture"])
+                .unwrap()
+                .violate
+                .is_empty()
+        );
+        // The cursor violations need pages to show.
+        for rule in ["accept-any-cursor", "raw-cursor"] {
+            let cfg = Config::try_parse_from(["sluice-fixture", "--violate", rule]).unwrap();
+            assert!(cfg.check_combinations().is_err(), "{rule}");
+            let paged = ["sluice-fixture", "--violate", rule, "--page-size", "3"];
+            let cfg = Config::try_parse_from(paged).unwrap();
+            assert!(cfg.check_combinations().is_ok(), "{rule}");
+        }
     }
 }

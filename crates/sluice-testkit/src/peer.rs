@@ -3,7 +3,8 @@
 //! A [`Peer`] tracks the requests being worked on (so `notifications/cancelled` can stop them),
 //! the server→client requests waiting for an answer (`sampling/createMessage` from the `sample`
 //! tool, `elicitation/create` from `elicit`), and where unsolicited notifications
-//! (`notifications/tools/list_changed`) go.
+//! (`notifications/tools/list_changed`) go. A [`ReqCtx`] is what one request's handler gets of
+//! its connection: its era, its output stream and its peer.
 
 use std::collections::HashMap;
 use std::future::Future;
@@ -15,6 +16,7 @@ use tokio::sync::{mpsc, oneshot};
 use tokio::task::{AbortHandle, JoinHandle};
 
 use crate::bulk::ReplyText;
+use crate::era::Era;
 
 /// Something the fixture writes towards the client.
 #[derive(Debug)]
@@ -42,6 +44,25 @@ pub struct Reply {
 
 /// Sender side of an output stream (stdout, an HTTP response stream, or a session's GET stream).
 pub type OutTx = mpsc::UnboundedSender<Out>;
+
+/// Everything a request handler may use to talk to the client besides its final answer.
+#[derive(Clone)]
+pub struct ReqCtx {
+    pub era: Era,
+    /// The stream related to this request: progress, server→client requests, garbage lines and
+    /// (sent by the spawner) the final response. On stdio this is stdout itself.
+    pub out: OutTx,
+    /// The connection/session, for server→client requests and unsolicited notifications.
+    /// `None` for modern requests (stateless: no server-initiated requests, and list_changed is
+    /// only delivered on `subscriptions/listen` streams, see `listen`).
+    pub peer: Option<Arc<Peer>>,
+    /// The connection this request is registered with for `notifications/cancelled` (stdio, and
+    /// legacy HTTP sessions), whatever the era. Set by `protocol::spawn_request`.
+    pub tracker: Option<Arc<Peer>>,
+    /// Names (lowercase, sorted, unique) of the `Mcp-Param-*` headers of the HTTP request;
+    /// empty on stdio.
+    pub param_headers: Vec<String>,
+}
 
 /// A JSON-RPC id as a map key. Uses the JSON spelling so that `1` and `"1"` stay distinct.
 pub fn id_key(id: &Value) -> String {

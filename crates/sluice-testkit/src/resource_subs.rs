@@ -21,8 +21,8 @@ use std::sync::{Arc, Mutex};
 
 use serde_json::{Value, json};
 
+use crate::jsonrpc::RpcError;
 use crate::peer::{Peer, lock};
-use crate::protocol::RpcError;
 
 /// The resource reading as the subscription state.
 pub const SUBSCRIPTIONS_URI: &str = "fixture://subscriptions";

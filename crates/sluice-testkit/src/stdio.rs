@@ -13,10 +13,11 @@ use tokio::sync::mpsc;
 
 use crate::StartMode;
 use crate::bulk::ReplyText;
-use crate::peer::{Out, Peer};
-use crate::protocol::{
-    Era, Fixture, Kind, ReqCtx, RpcError, classify, error_response, spawn_request,
-};
+use crate::era::Era;
+use crate::fixture::Fixture;
+use crate::jsonrpc::{Kind, RpcError, classify, error_response};
+use crate::peer::{Out, Peer, ReqCtx};
+use crate::protocol::spawn_request;
 
 /// Lines printed by `--start garbage` before anything else: a banner, ANSI noise, broken JSON.
 pub const GARBAGE_BANNER: [&str; 3] = [
