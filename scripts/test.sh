@@ -30,6 +30,9 @@ step "docs: every intra-doc link resolves"
 RUSTDOCFLAGS="-D rustdoc::broken_intra_doc_links -A rustdoc::private_intra_doc_links" \
     cargo doc --workspace --no-deps --document-private-items --locked -q
 
+step "no import cycle between the modules of a crate"
+python3 scripts/module-cycles.py
+
 step "the core stays pure (no IO crates)"
 if cargo tree -p sluice-core -e normal --locked | grep -E '^\S*[ │├└─]*(tokio|axum|reqwest|hyper|sqlx|mio) v'; then
     echo "sluice-core must not depend on IO crates" >&2

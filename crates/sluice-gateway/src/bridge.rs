@@ -1,10 +1,10 @@
 //! Forwarding one call, and bridging a legacy upstream's mid-call questions
 //! to a 2026-07-28 client as MRTR rounds.
 //!
-//! A forwarded call runs on its own task (a [`Flight`]); the client's side
-//! drives it: notifications are relayed as they come, and the answer ends
-//! the drive. When the upstream asks the client something (sampling,
-//! elicitation, roots):
+//! A forwarded call (a [`Flight`]) is driven by the request's own task:
+//! notifications are relayed as they come, and the answer ends the drive.
+//! When the upstream asks the client something (sampling, elicitation,
+//! roots):
 //!
 //! - a legacy client that declared the capability is asked directly, on the
 //!   request's stream;
@@ -16,11 +16,14 @@
 //!   on. A state opens once: the parked flight is taken on use.
 //! - anyone else: the upstream gets an error for its question.
 //!
-//! A parked flight that no retry claims within the request timeout is
-//! dropped, which cancels the upstream call. Parked flights live in this
+//! A parked flight runs on a task of its own, keeping the upstream call's
+//! timeout; one that no retry claims within the request timeout is dropped,
+//! which cancels the upstream call. Parked flights live in this
 //! process: with several replicas, a retry must reach the same one.
 
 use std::collections::HashMap;
+use std::future::Future;
+use std::pin::Pin;
 use std::sync::{Mutex, MutexGuard, PoisonError};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
@@ -40,13 +43,31 @@ use sluice_core::policy::UpstreamFailure;
 
 /// One forwarded call in progress.
 pub(crate) struct Flight {
+    /// What the upstream sends about the call before its answer.
     pub(crate) related: mpsc::Receiver<Related>,
-    pub(crate) done: oneshot::Receiver<Result<Value, UpstreamFailure>>,
-    _task: AbortOnDrop,
+    /// The upstream's answer, on its way.
+    pub(crate) answer: Answer,
+}
+
+/// What the upstream answered, or why it did not.
+type Outcome = Result<Value, UpstreamFailure>;
+
+/// A call's answer: polled by the request that drives it (no task of its
+/// own), or, once parked for a client's input, on a task of its own so that
+/// the upstream call keeps its timeout while nobody drives it. Dropping
+/// either drops the upstream request, which cancels it upstream.
+pub(crate) enum Answer {
+    /// Driven by the request's own task.
+    Inline(Pin<Box<dyn Future<Output = Outcome> + Send>>),
+    /// Running on its own task while parked.
+    Detached {
+        done: oneshot::Receiver<Outcome>,
+        _task: AbortOnDrop,
+    },
 }
 
 /// Aborting the task drops the upstream request, which cancels it upstream.
-struct AbortOnDrop(JoinHandle<()>);
+pub(crate) struct AbortOnDrop(JoinHandle<()>);
 
 struct Parked {
     flight: Flight,
@@ -70,8 +91,8 @@ pub(crate) type Question = (String, Value, oneshot::Sender<Result<Value, RpcErro
 // === impl Flight ===
 
 impl Flight {
-    /// Starts `method` on `conn`, on its own task. `headers` are the
-    /// `Mcp-Param-*` headers for a modern HTTP upstream.
+    /// Starts `method` on `conn`; it runs as the caller drives it.
+    /// `headers` are the `Mcp-Param-*` headers for a modern HTTP upstream.
     pub(crate) fn start(
         conn: std::sync::Arc<Connection>,
         method: &str,
@@ -81,19 +102,50 @@ impl Flight {
         headers: Vec<(String, String)>,
     ) -> Flight {
         let (tx, related) = mpsc::channel(64);
-        let (done_tx, done) = oneshot::channel();
         let method = method.to_owned();
         let caps = ctx.client_capabilities.clone();
-        let task = tokio::spawn(async move {
-            let outcome = conn
-                .request(&method, params, &caps, Some(tx), timeout, &headers)
-                .await;
-            let _ = done_tx.send(outcome);
+        let answer = Box::pin(async move {
+            conn.request(&method, params, &caps, Some(tx), timeout, &headers)
+                .await
         });
         Flight {
             related,
-            done,
-            _task: AbortOnDrop(task),
+            answer: Answer::Inline(answer),
+        }
+    }
+
+    /// The same flight, running on its own task from now on (it is being
+    /// parked: nobody drives it until the client answers).
+    fn detach(self) -> Flight {
+        let answer = match self.answer {
+            Answer::Inline(answer) => {
+                let (done_tx, done) = oneshot::channel();
+                let task = tokio::spawn(async move {
+                    let _ = done_tx.send(answer.await);
+                });
+                Answer::Detached {
+                    done,
+                    _task: AbortOnDrop(task),
+                }
+            }
+            detached @ Answer::Detached { .. } => detached,
+        };
+        Flight {
+            related: self.related,
+            answer,
+        }
+    }
+}
+
+// === impl Answer ===
+
+impl Answer {
+    /// Waits for the upstream's answer; `None` when the task that ran it
+    /// ended without one. Cancel-safe: dropping the wait keeps the call.
+    pub(crate) async fn wait(&mut self) -> Option<Outcome> {
+        match self {
+            Answer::Inline(answer) => Some(answer.as_mut().await),
+            Answer::Detached { done, .. } => done.await.ok(),
         }
     }
 }
@@ -161,7 +213,7 @@ impl Bridge {
         parked.insert(
             handle,
             Parked {
-                flight,
+                flight: flight.detach(),
                 principal: ctx.principal.key(),
                 replies,
                 expires: now + self.ttl,

@@ -1,5 +1,5 @@
-//! One forwarded request, driven to its answer: sent to the upstream on its
-//! own task (a [`Flight`]), with what the upstream sends meanwhile relayed
+//! One forwarded request, driven to its answer by the request's own task
+//! (a [`Flight`]), with what the upstream sends meanwhile relayed
 //! to the client (progress, logs, questions), MRTR rounds answered or
 //! bridged, and the outcome passed through the call's boundary.
 
@@ -247,14 +247,14 @@ impl Forward<'_> {
                     ctx.trail.upstream_took(upstream_started.elapsed());
                     return self.bounded(gateway, Ok(asking));
                 }
-                outcome = &mut flight.done => {
+                outcome = flight.answer.wait() => {
                     while let Ok(item) = flight.related.try_recv() {
                         self.relay(item, token.as_ref()).await;
                     }
                     ctx.trail.upstream_took(upstream_started.elapsed());
                     return match outcome {
-                        Ok(outcome) => self.bounded(gateway, outcome),
-                        Err(_) => Err(Denied::ForwardLost),
+                        Some(outcome) => self.bounded(gateway, outcome),
+                        None => Err(Denied::ForwardLost),
                     };
                 }
             }
