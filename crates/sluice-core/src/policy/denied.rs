@@ -288,6 +288,10 @@ pub enum Denied {
     /// The client did not answer a relayed question in time.
     #[error("the client did not answer {0} in time")]
     ClientTimeout(String),
+    /// An upstream's question found no request to relay it through, or
+    /// its answer did not come back in time.
+    #[error("no client answered {0}")]
+    NoClientAnswered(String),
     /// The forwarding task ended without an answer (it panicked).
     #[error("the forwarded call ended without an answer")]
     ForwardLost,
@@ -380,6 +384,7 @@ impl Denied {
             | Denied::ClientLacksCapability(_)
             | Denied::ClientGone
             | Denied::ClientTimeout(_)
+            | Denied::NoClientAnswered(_)
             | Denied::ForwardLost => RpcError::new(jsonrpc::INTERNAL_ERROR, message),
             Denied::ResourceNotFound { uri } => {
                 RpcError::new(jsonrpc::LEGACY_RESOURCE_NOT_FOUND, message)

@@ -26,7 +26,8 @@ use std::time::Duration;
 
 use serde_json::{Value, json};
 use sluice_core::jsonrpc::{self, Message, RpcError};
-use sluice_core::policy::UpstreamFailure;
+use sluice_core::method::Method;
+use sluice_core::policy::{Denied, UpstreamFailure};
 use sluice_core::protocol::{self, Era};
 use tokio::sync::{mpsc, oneshot};
 use tokio_util::sync::CancellationToken;
@@ -619,7 +620,7 @@ async fn ask_client(
     sink: Option<RelatedSink>,
 ) -> Result<Value, RpcError> {
     let Some(sink) = sink else {
-        return Err(RpcError::method_not_found(&method));
+        return Err(Denied::MethodNotFound(method).to_rpc());
     };
     let (reply, answer) = oneshot::channel();
     let sent = sink
@@ -631,10 +632,7 @@ async fn ask_client(
         .await;
     match (sent, tokio::time::timeout(RELAY_TIMEOUT, answer).await) {
         (Ok(()), Ok(Ok(outcome))) => outcome,
-        _ => Err(RpcError::new(
-            jsonrpc::INTERNAL_ERROR,
-            format!("no client answered {method}"),
-        )),
+        _ => Err(Denied::NoClientAnswered(method).to_rpc()),
     }
 }
 
@@ -644,11 +642,7 @@ fn lock(routes: &Mutex<Routes>) -> MutexGuard<'_, Routes> {
 
 /// The value of the `Mcp-Name` header for the methods that carry one.
 fn name_of(method: &str, params: &Value) -> Option<String> {
-    let field = match method {
-        "tools/call" | "prompts/get" => "name",
-        "resources/read" => "uri",
-        _ => return None,
-    };
+    let field = Method::parse(method).name_field()?;
     params.get(field).and_then(Value::as_str).map(String::from)
 }
 
