@@ -10,6 +10,7 @@ use std::fmt;
 
 use serde::Serialize;
 
+use crate::boundary::redact::Redactor;
 use crate::catalog::drift::{Diff, NotEstablished};
 use crate::discovery::UpstreamCatalog;
 use crate::protocol::Era;
@@ -255,6 +256,23 @@ impl UpstreamStatus {
     }
 }
 
+/// An upstream's status as `/health` and the progressive meta-tools show
+/// it. The last error may quote the upstream, so it is redacted like any
+/// upstream text; with `hide_error` (on `/health` when `[auth]` is on,
+/// S-7: anyone may read it, and the error may name an internal address) it
+/// is left out.
+pub fn shown(status: &UpstreamStatus, redactor: &Redactor, hide_error: bool) -> serde_json::Value {
+    let mut value = serde_json::to_value(status).unwrap_or(serde_json::Value::Null);
+    if let Some(obj) = value.as_object_mut() {
+        if hide_error {
+            obj.remove("last_error");
+        } else if let Some(error) = obj.get_mut("last_error") {
+            redactor.redact(error);
+        }
+    }
+    value
+}
+
 #[cfg(test)]
 mod tests {
     use serde_json::{Value, json};
@@ -380,5 +398,25 @@ mod tests {
         let value = word(&status);
         assert_eq!(value["era"], "legacy");
         assert_eq!(value["last_error"], "the connection was lost");
+    }
+
+    #[test]
+    fn the_last_error_is_redacted_or_hidden() {
+        use crate::boundary::redact::DEFAULT_SECRET_KEYS;
+        let secret = "ghp_0123456789abcdefghijklmnopqrstuvwxyzAB";
+        let redactor = Redactor::new(Vec::<String>::new(), DEFAULT_SECRET_KEYS);
+        let status = UpstreamStatus {
+            last_error: Some(format!("spawn failed: token {secret}")),
+            ..UpstreamStatus::default()
+        };
+        let shown_open = shown(&status, &redactor, false);
+        let error = shown_open["last_error"].as_str().unwrap_or_default();
+        assert!(
+            error.starts_with("spawn failed") && !error.contains(secret),
+            "{error}"
+        );
+        let shown_authed = shown(&status, &redactor, true);
+        assert!(shown_authed.get("last_error").is_none());
+        assert_eq!(shown_authed["state"], shown_open["state"]);
     }
 }

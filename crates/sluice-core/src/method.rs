@@ -73,8 +73,6 @@ pub mod notification {
     pub const RESOURCE_UPDATED: &str = "notifications/resources/updated";
     /// The acknowledgement of `subscriptions/listen` (2026-07-28).
     pub const SUBSCRIPTIONS_ACKNOWLEDGED: &str = "notifications/subscriptions/acknowledged";
-    /// The client finished `initialize` (2025-x).
-    pub const INITIALIZED: &str = "notifications/initialized";
 }
 
 // === impl ListKind ===
@@ -145,11 +143,6 @@ impl ListKind {
             }
             ListKind::Prompts => "notifications/prompts/list_changed",
         }
-    }
-
-    /// The list a method reads, if it is one of the four.
-    pub fn from_method(method: &str) -> Option<ListKind> {
-        ListKind::ALL.into_iter().find(|k| k.method() == method)
     }
 }
 
@@ -338,7 +331,6 @@ mod tests {
     #[test]
     fn lists_and_server_requests_round_trip() {
         for kind in ListKind::ALL {
-            assert_eq!(ListKind::from_method(kind.method()), Some(kind));
             assert_eq!(Method::parse(kind.method()), Method::List(kind));
         }
         for request in ServerRequest::ALL {

@@ -98,20 +98,6 @@ pub fn request_era(params: &Value) -> Era {
     }
 }
 
-/// Methods 2026-07-28 removed: a modern request for one is `-32601`
-/// (MCP 2026-07-28 changelog), even though sluice serves them to legacy
-/// clients.
-pub fn removed_in_modern(method: &str) -> bool {
-    matches!(
-        method,
-        "initialize"
-            | "ping"
-            | "logging/setLevel"
-            | "resources/subscribe"
-            | "resources/unsubscribe"
-    )
-}
-
 /// Whether a request may receive `notifications/message`: a legacy client
 /// set its level once with `logging/setLevel`; a modern request must ask in
 /// its own `_meta`, else the server MUST NOT send any (MCP 2026-07-28,

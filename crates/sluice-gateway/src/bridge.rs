@@ -23,10 +23,12 @@
 
 use std::collections::HashMap;
 use std::future::Future;
+use std::panic::AssertUnwindSafe;
 use std::pin::Pin;
 use std::sync::{Mutex, MutexGuard, PoisonError};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
+use futures::FutureExt;
 use rand::Rng;
 use serde_json::{Map, Value, json};
 use sluice_core::jsonrpc::RpcError;
@@ -140,11 +142,13 @@ impl Flight {
 // === impl Answer ===
 
 impl Answer {
-    /// Waits for the upstream's answer; `None` when the task that ran it
-    /// ended without one. Cancel-safe: dropping the wait keeps the call.
+    /// Waits for the upstream's answer; `None` when the call panicked (on
+    /// its task, or inline: a bug in forwarding fails this call only, as
+    /// it did on a task of its own). Cancel-safe: dropping the wait keeps
+    /// the call.
     pub(crate) async fn wait(&mut self) -> Option<Outcome> {
         match self {
-            Answer::Inline(answer) => Some(answer.as_mut().await),
+            Answer::Inline(answer) => AssertUnwindSafe(answer.as_mut()).catch_unwind().await.ok(),
             Answer::Detached { done, .. } => done.await.ok(),
         }
     }

@@ -19,12 +19,12 @@ use redact::{Redactions, Redactor};
 /// A result after the boundary.
 #[derive(Debug)]
 pub struct Bounded {
-    /// What the client gets: the redacted result, or the refusal.
-    pub answer: Result<Value, RpcError>,
+    /// The redacted (and projected) result; `None` when it was withheld
+    /// whole for being over the read budget (the refusal the client gets
+    /// instead is `policy::Denied::ReadTooLarge`'s).
+    pub passed: Option<Value>,
     /// The secrets redacted from it.
     pub redactions: Redactions,
-    /// Whether it was withheld whole for being over the read budget.
-    pub refused: bool,
     /// The passed result's compact JSON length, when it was measured (a
     /// read); the shell need not measure it again.
     pub measured: Option<usize>,
@@ -61,9 +61,8 @@ impl Boundary<'_> {
             (self.read || input_required).then(|| budget::admitted_size(&result, self.limit));
         let refused = admitted == Some(None);
         Bounded {
-            answer: if refused { self.refusal() } else { Ok(result) },
+            passed: (!refused).then_some(result),
             redactions,
-            refused,
             measured: admitted.flatten(),
         }
     }
@@ -82,21 +81,6 @@ impl Boundary<'_> {
             counts.pattern += more.pattern;
         }
         (error, counts)
-    }
-
-    /// The answer when the upstream's message was larger than the transport
-    /// ceiling and was discarded unread: a read gets the ordinary refusal;
-    /// a mutation gets `None` (its outcome could not be relayed, which the
-    /// shell reports as such).
-    pub fn oversized(&self) -> Option<Result<Value, RpcError>> {
-        self.read.then(|| self.refusal())
-    }
-
-    fn refusal(&self) -> Result<Value, RpcError> {
-        match self.surface {
-            Surface::Tool => Ok(budget::tool_refusal(self.limit)),
-            surface => Err(budget::read_refusal(self.limit, surface)),
-        }
     }
 }
 
@@ -129,31 +113,26 @@ mod tests {
         let big = text(1_000_000);
         let out = boundary(&r, Surface::Tool, false)
             .result(big.clone())
-            .answer;
-        assert_eq!(out.ok(), Some(big));
-        assert_eq!(boundary(&r, Surface::Tool, false).oversized(), None);
+            .passed;
+        assert_eq!(out, Some(big));
     }
 
     #[test]
     fn an_oversized_read_is_refused_with_nothing_of_it() {
         let r = redactor();
         let out = boundary(&r, Surface::Tool, true).result(text(1_000_000));
-        assert!(out.refused);
-        let refusal = out.answer.unwrap_or_default();
-        assert_eq!(refusal["isError"], true);
-        assert!(!refusal.to_string().contains("xxxx"));
-        let out = boundary(&r, Surface::Resource, true)
-            .result(text(1_000_000))
-            .answer;
-        assert_eq!(out.err().map(|e| e.code), Some(-32602));
+        assert!(out.passed.is_none());
+        assert_eq!(out.measured, None);
+        let out = boundary(&r, Surface::Resource, true).result(text(1_000_000));
+        assert!(out.passed.is_none());
     }
 
     #[test]
     fn input_required_is_bounded_even_for_a_mutation() {
         let r = redactor();
         let asking = json!({"resultType": "input_required", "inputRequests": {"a": {"method": "elicitation/create", "params": {"message": "x".repeat(100_000)}}}});
-        let out = boundary(&r, Surface::Tool, false).result(asking).answer;
-        assert_eq!(out.unwrap_or_default()["isError"], true);
+        let out = boundary(&r, Surface::Tool, false).result(asking).passed;
+        assert!(out.is_none());
     }
 
     #[test]
@@ -165,9 +144,8 @@ mod tests {
         let out = boundary(&r, Surface::Tool, true)
             .result(json!({"content": [{"type": "text", "text": secret}]}));
         assert_eq!(out.redactions.pattern, 1);
-        assert!(!out.refused);
         assert_eq!(
-            out.answer.unwrap_or_default()["content"][0]["text"],
+            out.passed.unwrap_or_default()["content"][0]["text"],
             "token=[redacted]"
         );
         let (err, counts) = boundary(&r, Surface::Tool, true).error(

@@ -90,10 +90,7 @@ pub fn bound(boundary: &Boundary<'_>, outcome: Result<Value, UpstreamFailure>) -
         Ok(result) => {
             let bounded = boundary.result(result);
             Bound {
-                answer: match bounded.answer {
-                    Ok(result) if !bounded.refused => Ok(result),
-                    _ => Err(refused()),
-                },
+                answer: bounded.passed.ok_or_else(refused),
                 redactions: bounded.redactions,
                 measured: bounded.measured,
             }

@@ -124,7 +124,10 @@ pub enum UpstreamFailure {
 }
 
 /// sluice's refusal of a request, or the failure of the upstream it went
-/// to: what the client gets instead of a result.
+/// to: what the client gets instead of a result. A few variants answer an
+/// upstream's own question instead, when it cannot be put to the client
+/// (`ClientCannotAnswer`, `NoClientAnswered`, `SensitiveElicitation`);
+/// only their JSON-RPC error matters then.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
 pub enum Denied {
     // --- the request itself ---
@@ -292,7 +295,7 @@ pub enum Denied {
     /// its answer did not come back in time.
     #[error("no client answered {0}")]
     NoClientAnswered(String),
-    /// The forwarding task ended without an answer (it panicked).
+    /// The forwarded call ended without an answer (it panicked).
     #[error("the forwarded call ended without an answer")]
     ForwardLost,
 }

@@ -12,7 +12,7 @@ use serde_json::{Map, Value, json};
 
 use crate::config::SensitiveElicitation;
 use crate::elicitation;
-use crate::method::ServerRequest;
+use crate::method::{Method, ServerRequest};
 use crate::protocol::Era;
 
 /// The most MRTR rounds one request may take.
@@ -65,6 +65,13 @@ pub fn client_may_be_asked(
     method: &str,
 ) -> bool {
     era == Era::Legacy && takes_requests && declared(client_capabilities, method)
+}
+
+/// Whether an upstream's question during a call of `call` is parked for
+/// the client as an MRTR round: a 2026-07-28 client, a method whose result
+/// may be `input_required`, and a capability the client declared.
+pub fn may_park(era: Era, call: Method, client_capabilities: &Value, question: &str) -> bool {
+    era == Era::Modern && call.is_bridgeable() && declared(client_capabilities, question)
 }
 
 /// Whether a result asks for input (an MRTR round).

@@ -11,8 +11,8 @@ use arc_swap::ArcSwap;
 use sluice_core::catalog::Federation;
 use sluice_core::catalog::UpstreamCatalog;
 use sluice_core::catalog::drift::{Approval, Diff};
-use sluice_core::discovery::ListKind;
 use sluice_core::health::{CatalogCounts, UpstreamStatus};
+use sluice_core::method::ListKind;
 use tokio::sync::{broadcast, mpsc, watch};
 
 use super::{Live, settings};

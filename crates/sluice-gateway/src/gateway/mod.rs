@@ -13,7 +13,7 @@ use sluice_core::catalog::lockfile::{LockedUpstream, Lockfile};
 use sluice_core::catalog::{Federation, UpstreamCatalog};
 use sluice_core::config::Config;
 use sluice_core::envelope::Cursors;
-use sluice_core::health::UpstreamStatus;
+use sluice_core::health;
 use sluice_core::naming::Naming;
 use sluice_core::session_token::SessionKey;
 use tokio::sync::{broadcast, mpsc, watch};
@@ -181,18 +181,6 @@ impl Gateway {
         self.tracker.spawn(supervisor.run())
     }
 
-    /// A legacy session ended (DELETE, expiry, a second `initialize`): its
-    /// resource subscriptions are released, upstream too when it was the
-    /// last (on their own tasks: nothing waits for the upstream).
-    pub fn end_session(&self, session: &crate::client::ClientSession) {
-        session.closed.cancel();
-        for (uri, upstream) in session.take_subscriptions() {
-            if self.hub.release_subscription(&upstream, &uri) {
-                self.unsubscribe_upstream(&upstream, &uri);
-            }
-        }
-    }
-
     /// Stops every upstream (children get SIGTERM, then SIGKILL after the
     /// grace period) and waits for them.
     pub async fn shutdown(&self) {
@@ -227,12 +215,7 @@ impl Gateway {
             .upstreams
             .iter()
             .map(|u| {
-                let mut status = self.status_value(&u.status());
-                if live.auth.is_on()
-                    && let Some(obj) = status.as_object_mut()
-                {
-                    obj.remove("last_error");
-                }
+                let status = health::shown(&u.status(), &live.redactor, live.auth.is_on());
                 (u.name().to_owned(), status)
             })
             .collect();
@@ -242,25 +225,6 @@ impl Gateway {
             "version": VERSION,
             "upstreams": upstreams,
         })
-    }
-
-    /// An upstream's status as clients and `/health` see it: its last error
-    /// may quote the upstream, so it is redacted like any upstream text.
-    pub(crate) fn status_value(&self, status: &UpstreamStatus) -> Value {
-        let mut value = serde_json::to_value(status).unwrap_or(Value::Null);
-        if let Some(error) = value.get_mut("last_error") {
-            self.live().redactor.redact(error);
-        }
-        value
-    }
-
-    /// Each upstream's status, in config order.
-    pub fn upstream_statuses(&self) -> Vec<(String, UpstreamStatus)> {
-        self.live()
-            .upstreams
-            .iter()
-            .map(|u| (u.name().to_owned(), u.status()))
-            .collect()
     }
 
     pub(crate) fn upstream(&self, name: &str) -> Option<Arc<Upstream>> {

@@ -169,7 +169,6 @@ pub(crate) struct InFlight<'a> {
 }
 
 impl InFlight<'_> {
-    /// The request was answered with `outcome`.
     /// The request was answered with `answer`; `decision` is what sluice
     /// decided on the way.
     pub(crate) fn answered(mut self, decision: Decision, answer: &Result<Value, RpcError>) {

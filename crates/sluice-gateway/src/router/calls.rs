@@ -54,6 +54,7 @@ impl Gateway {
         }
         let (exposed, route) = self.route_named(ctx, snap, ListKind::Tools, &params)?;
         let upstream = snap.upstream(&route.upstream)?;
+        ctx.trail.routed(&route.upstream, Some(&exposed));
         let config = &snap.live.config;
         {
             let _policy = trace::policy_span().entered();
@@ -113,8 +114,9 @@ impl Gateway {
         snap: &Snapshot,
         params: Value,
     ) -> Result<Value, Denied> {
-        let (_, route) = self.route_named(ctx, snap, ListKind::Prompts, &params)?;
+        let (exposed, route) = self.route_named(ctx, snap, ListKind::Prompts, &params)?;
         let upstream = snap.upstream(&route.upstream)?;
+        ctx.trail.routed(&route.upstream, Some(&exposed));
         self.admit_upstream(ctx, snap, &route.upstream)?;
         let boundary = answer::boundary(
             &snap.live.config,
@@ -136,8 +138,9 @@ impl Gateway {
         .await
     }
 
-    /// The route of a tool or prompt call, recorded on the request's trail
-    /// (a drift block too, under the withheld entry's upstream).
+    /// The route of a tool or prompt call; a drift block is recorded on
+    /// the request's trail under the withheld entry's upstream (a route is
+    /// recorded by the caller once its upstream is found).
     fn route_named(
         &self,
         ctx: &RequestCtx,
@@ -155,10 +158,7 @@ impl Gateway {
             snap.unread()
         });
         match routed {
-            Ok(route) => {
-                ctx.trail.routed(&route.upstream, Some(name));
-                Ok((name.to_owned(), route.clone()))
-            }
+            Ok(route) => Ok((name.to_owned(), route.clone())),
             Err(denied) => {
                 if let Some((upstream, target)) = denied.routed() {
                     ctx.trail.routed(upstream, Some(&target));

@@ -91,12 +91,12 @@ impl Forward<'_> {
                 ),
             };
             let result = self.drive(gateway, flight).instrument(span.clone()).await?;
+            if conn.is_some() {
+                self.log_sensitive_questions(&result);
+            }
             match rounds::next_round(policy, ctx.era, conn.is_some(), &result) {
                 Round::Answer => return Ok(result),
-                Round::Retry(declined) => {
-                    log_declined(&declined);
-                    rounds::answer_round(&mut params, &result, declined);
-                }
+                Round::Retry(declined) => rounds::answer_round(&mut params, &result, declined),
                 Round::Refuse => return Err(Denied::SensitiveElicitation),
                 // A modern upstream asking a legacy client something: ask
                 // it directly, then retry with its answers.
@@ -166,7 +166,12 @@ impl Forward<'_> {
                 .and_then(Value::as_str)
                 .unwrap_or_default();
             let link = ctx.link.as_ref().filter(|l| {
-                l.takes_requests() && rounds::declared(&ctx.client_capabilities, method)
+                rounds::client_may_be_asked(
+                    ctx.era,
+                    &ctx.client_capabilities,
+                    l.takes_requests(),
+                    method,
+                )
             });
             let Some(link) = link else {
                 return Err(Denied::ClientLacksCapability(method.to_owned()));
@@ -195,6 +200,22 @@ impl Forward<'_> {
         }
     }
 
+    /// Logs each question of an upstream's round that asks for a secret
+    /// (S-27: every refusal is logged, whatever the round's verdict).
+    fn log_sensitive_questions(&self, result: &Value) {
+        if !rounds::is_input_required(result) {
+            return;
+        }
+        let requests = result.get("inputRequests").and_then(Value::as_object);
+        for request in requests.into_iter().flat_map(Map::values) {
+            let method = request.get("method").and_then(Value::as_str);
+            let params = request.get("params").unwrap_or(&Value::Null);
+            if let Some(method) = method {
+                self.is_sensitive(method, params);
+            }
+        }
+    }
+
     /// Whether a question asks for a secret (S-27); logged when it does.
     fn is_sensitive(&self, method: &str, params: &Value) -> bool {
         let policy = self.snap.live.config.sensitive_elicitation;
@@ -213,10 +234,10 @@ impl Forward<'_> {
     /// `input_required` result and the flight parked.
     async fn drive(&self, gateway: &Gateway, mut flight: Flight) -> Result<Value, Denied> {
         let ctx = self.ctx;
-        let may_park = ctx.era == Era::Modern && self.method.is_bridgeable();
         let token = self.client_params.pointer("/_meta/progressToken").cloned();
         let upstream_started = tokio::time::Instant::now();
-        let declared = |method: &str| rounds::declared(&ctx.client_capabilities, method);
+        let may_park =
+            |method: &str| rounds::may_park(ctx.era, self.method, &ctx.client_capabilities, method);
         loop {
             tokio::select! {
                 // What the upstream sent before its answer goes out first.
@@ -227,7 +248,7 @@ impl Forward<'_> {
                         self.relay(item, token.as_ref()).await;
                         continue;
                     };
-                    if !(may_park && declared(&method)) {
+                    if !may_park(&method) {
                         self.relay(Related::Request { method, params: q, reply }, None).await;
                         continue;
                     }
@@ -236,7 +257,7 @@ impl Forward<'_> {
                     while let Ok(item) = flight.related.try_recv() {
                         let Some(item) = self.screen(item) else { continue };
                         match item {
-                            Related::Request { method, params: q, reply } if declared(&method) => {
+                            Related::Request { method, params: q, reply } if may_park(&method) => {
                                 questions.push((method, q, reply));
                             }
                             other => self.relay(other, token.as_ref()).await,
@@ -327,8 +348,9 @@ impl Forward<'_> {
                 );
                 let link = ctx.link.clone().filter(|_| can);
                 let Some(link) = link else {
-                    // A modern client takes such requests only as MRTR
-                    // rounds, which `drive` parks before they get here.
+                    // A modern client is asked only in MRTR rounds (`drive`
+                    // parks the questions it may answer); anything else
+                    // cannot be put to this client.
                     let _ = reply.send(Err(Denied::ClientCannotAnswer(method).to_rpc()));
                     return;
                 };
@@ -342,12 +364,4 @@ impl Forward<'_> {
             }
         }
     }
-}
-
-/// The questions sluice declined itself are logged (S-27).
-fn log_declined(declined: &Map<String, Value>) {
-    tracing::warn!(
-        questions = declined.len(),
-        "refused an upstream's elicitation that asks for sensitive data ([policy] sensitive_elicitation = \"refuse\")"
-    );
 }

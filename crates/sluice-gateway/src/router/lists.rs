@@ -8,6 +8,7 @@ use sluice_core::config::CatalogMode;
 use sluice_core::envelope::{
     DEFAULT_LIMIT, Fields, Position, Shape, build_page, parse_fields, parse_limit, resume_at,
 };
+use sluice_core::health;
 use sluice_core::method::ListKind;
 use sluice_core::policy::{Denied, answer, route};
 use sluice_core::progressive::{self, DESCRIBE_TOOL, LIST_SERVERS, LIST_TOOLS};
@@ -84,7 +85,12 @@ impl Gateway {
     fn list_servers(&self, snap: &Snapshot, args: &Value) -> Result<Value, Denied> {
         let limit = parse_limit(args.get("limit"), DEFAULT_LIMIT)?;
         let fields = parse_fields(args.get("fields"), Fields::Lite)?;
-        let statuses = self.upstream_statuses();
+        let statuses: Vec<_> = snap
+            .live
+            .upstreams
+            .iter()
+            .map(|u| (u.name().to_owned(), u.status()))
+            .collect();
         let keys = statuses.iter().map(|(name, _)| name.clone()).collect();
         self.page(
             LIST_SERVERS,
@@ -93,7 +99,7 @@ impl Gateway {
                 keys,
                 row: |i: usize| {
                     let (name, status) = &statuses[i];
-                    let status = self.status_value(status);
+                    let status = health::shown(status, &snap.live.redactor, false);
                     progressive::server_row(name, &status, fields)
                 },
             },
@@ -149,7 +155,15 @@ impl Gateway {
         let fed = &snap.federation;
         // Described only when served: a withheld tool is refused as drift,
         // and a tool of an upstream still reading is unknown here.
-        let route = route::named(fed, &snap.live.naming, ListKind::Tools, name, Vec::new)?;
+        // Describing a withheld tool is no call of it: the answer carries
+        // the drift refusal's error, and the meta-tool call is recorded as
+        // an invalid request.
+        let route = route::named(fed, &snap.live.naming, ListKind::Tools, name, Vec::new).map_err(
+            |denied| match denied {
+                Denied::DriftBlocked { .. } => Denied::Params(denied.to_rpc()),
+                other => other,
+            },
+        )?;
         let tool = fed.tool(name).ok_or_else(|| Denied::UnknownEntry {
             kind: ListKind::Tools,
             name: name.to_owned(),

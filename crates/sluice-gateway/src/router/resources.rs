@@ -125,6 +125,18 @@ impl Gateway {
         Ok(json!({}))
     }
 
+    /// A legacy session ended (DELETE, expiry, a second `initialize`): its
+    /// resource subscriptions are released, upstream too when it was the
+    /// last (on their own tasks: nothing waits for the upstream).
+    pub fn end_session(&self, session: &ClientSession) {
+        session.closed.cancel();
+        for (uri, upstream) in session.take_subscriptions() {
+            if self.hub.release_subscription(&upstream, &uri) {
+                self.unsubscribe_upstream(&upstream, &uri);
+            }
+        }
+    }
+
     /// Sends `resources/unsubscribe` upstream on its own task: a slow or
     /// hung upstream must not hold the client (or a session's end) up.
     pub(crate) fn unsubscribe_upstream(&self, upstream: &str, uri: &str) {

@@ -223,6 +223,20 @@ impl Upstream {
     }
 }
 
+impl Drop for Supervisor {
+    /// A supervisor that ends without reporting its first attempt (it
+    /// panicked, or its task was aborted) still counts as settled, so that
+    /// no request waits for it the whole settle limit.
+    fn drop(&mut self) {
+        if self.unsettled {
+            let _ = self.reports.try_send(Report {
+                upstream: Arc::clone(&self.up),
+                change: Change::Settled,
+            });
+        }
+    }
+}
+
 // === impl Supervisor ===
 
 impl Supervisor {

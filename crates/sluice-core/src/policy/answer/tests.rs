@@ -89,7 +89,27 @@ fn a_read_over_budget_is_refused_whole_and_a_mutation_never() {
             limit: 100_000
         })
     );
+    // What the client reads instead: the fixed refusal, nothing of the
+    // result (a tool's is an `isError` result, a resource's a -32602).
+    let Err(denied) = refused.answer else {
+        panic!("refused")
+    };
+    assert_eq!(denied.to_rpc().code, -32602);
+    let log = tool_boundary(&config, git, &r, "log", "git__log", Some(&hinted()));
+    let Err(tool_refusal) = bound(&log, Ok(big.clone())).answer else {
+        panic!("a read-only tool's big result is refused")
+    };
+    let shown = tool_refusal
+        .into_answer()
+        .expect("a tool's refusal is a result");
+    assert_eq!(shown["isError"], true);
+    assert!(!shown.to_string().contains("xxxx"));
     let mutation = tool_boundary(&config, git, &r, "push", "git__push", None);
+    let asking = json!({"resultType": "input_required", "inputRequests": {"a": {"method": "elicitation/create", "params": {"message": "x".repeat(MIN_READ_BUDGET * 2)}}}});
+    assert!(matches!(
+        bound(&mutation, Ok(asking)).answer,
+        Err(Denied::ReadTooLarge { .. })
+    ));
     let passed = bound(&mutation, Ok(big.clone()));
     assert_eq!(passed.answer, Ok(big));
     assert_eq!(passed.measured, None);
