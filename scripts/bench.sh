@@ -10,6 +10,7 @@
 #   scripts/bench.sh [ROUNDS] [REQUESTS]
 #   SLUICE_BEFORE=/path/to/an/older/sluice scripts/bench.sh   # also measure that build
 #                                                           # (scenarios 1-3), for before/after
+#   SCENARIOS="1 2" scripts/bench.sh                        # only these scenarios (default: all)
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 RESULTS_FILE=results.jsonl
@@ -35,6 +36,9 @@ TOML
 }
 config "command = \"$FIX\"" >"$DIR/stdio.toml"
 BEFORE="${SLUICE_BEFORE:-}"
+SCENARIOS="${SCENARIOS:-1 2 3 4 5 micro}"
+# Whether scenario $1 was asked for.
+want() { [[ " $SCENARIOS " == *" $1 "* ]]; }
 
 # Starts a server whose stderr says `listening on URL`; sets URL.
 start() {
@@ -45,8 +49,8 @@ start() {
     [ -n "$URL" ] || { echo "bench: $* did not start" >&2; cat "$log" >&2; exit 1; }
 }
 
-echo "== 1. stdio client -> sluice (stdio) -> stdio upstream, small echo" >&2
-for c in 1 16; do
+want 1 && echo "== 1. stdio client -> sluice (stdio) -> stdio upstream, small echo" >&2
+want 1 && for c in 1 16; do
     for _ in $(seq "$ROUNDS"); do
         run "1 stdio echo c=$c" direct --requests "$REQUESTS" --concurrency "$c" -- "$FIX"
         run "1 stdio echo c=$c" sluice --requests "$REQUESTS" --concurrency "$c" -- "$SLUICE" serve --stdio --config "$DIR/stdio.toml"
@@ -54,6 +58,7 @@ for c in 1 16; do
     done
 done
 
+if want 2; then
 echo "== 2. HTTP client -> sluice (HTTP) -> stdio and HTTP upstreams" >&2
 start fixture-http "$FIX" --http 0; FIX_URL="$URL"
 config "url = \"$FIX_URL\"
@@ -70,9 +75,10 @@ for c in 1 16 64; do
         [ -z "$BEFORE" ] || run "2 http echo c=$c" "before, stdio upstream" --requests "$REQUESTS" --concurrency "$c" --connections "$conns" "$B_STDIO"
     done
 done
+fi
 
-echo "== 3. read-only results of 10 KB, 100 KB, 1 MiB (redacted and measured)" >&2
-for bytes in 10240 102400 1048576; do
+want 3 && echo "== 3. read-only results of 10 KB, 100 KB, 1 MiB (redacted and measured)" >&2
+want 3 && for bytes in 10240 102400 1048576; do
     n=$(( bytes >= 1048576 ? 300 : bytes >= 102400 ? 2000 : 5000 ))
     for _ in $(seq "$ROUNDS"); do
         run "3 read $bytes B" direct --requests "$n" --tool read_big --args "{\"bytes\": $bytes}" -- "$FIX"
@@ -81,7 +87,7 @@ for bytes in 10240 102400 1048576; do
     done
 done
 
-"$PY" - "$RESULTS" <<'PY'
+[ ! -s "$RESULTS" ] || "$PY" - "$RESULTS" <<'PY'
 import json, statistics, sys
 rows = [json.loads(l) for l in open(sys.argv[1])]
 scenarios = list(dict.fromkeys(r["scenario"] for r in rows))
@@ -101,9 +107,9 @@ for s in scenarios:
 print(f"(medians of {len(rows) // sum(len(set(r['path'] for r in rows if r['scenario'] == s)) for s in scenarios)} runs each; raw results in {sys.argv[1]})")
 PY
 
-echo "== 4. complete discovery: 10,000 tools over 1,000 pages" >&2
-scripts/bench-discovery.sh "$ROUNDS" 10000 10 | tail -1
-echo "== 5. memory" >&2
-scripts/bench-memory.sh
-echo "== micro-benches (criterion)" >&2
-cargo bench -q -p sluice-core --bench boundary --bench lists -- --noplot 2>/dev/null | grep -E "time:|^[a-z]" || true
+want 4 && echo "== 4. complete discovery: 10,000 tools over 1,000 pages" >&2
+want 4 && scripts/bench-discovery.sh "$ROUNDS" 10000 10 | tail -1
+want 5 && echo "== 5. memory" >&2
+want 5 && scripts/bench-memory.sh
+want micro && echo "== micro-benches (criterion)" >&2
+want micro && cargo bench -q -p sluice-core --bench boundary --bench lists -- --noplot 2>/dev/null | grep -E "time:|^[a-z]" || true

@@ -95,8 +95,8 @@ fn a_read_over_budget_is_refused_whole_and_a_mutation_never() {
         panic!("refused")
     };
     assert_eq!(denied.to_rpc().code, -32602);
-    let log = tool_boundary(&config, git, &r, "log", "git__log", Some(&hinted()));
-    let Err(tool_refusal) = bound(&log, Ok(big.clone())).answer else {
+    let blame = tool_boundary(&config, git, &r, "blame", "git__blame", None);
+    let Err(tool_refusal) = bound(&blame, Ok(big.clone())).answer else {
         panic!("a read-only tool's big result is refused")
     };
     let shown = tool_refusal
@@ -173,3 +173,4 @@ fn notifications_reach_the_client_redacted_under_its_own_token() {
         Some(log)
     );
 }
+
