@@ -173,4 +173,3 @@ fn notifications_reach_the_client_redacted_under_its_own_token() {
         Some(log)
     );
 }
-
