@@ -7,11 +7,15 @@
 //! and with a lockfile in force a URI no approved entry or template covers
 //! is not found (guessing its upstream would reach unapproved resources).
 
+use serde_json::{Value, json};
+
 use crate::audit;
 use crate::catalog::{Federation, Route};
-use crate::method::ListKind;
+use crate::config::CatalogMode;
+use crate::method::{ListKind, Method};
 use crate::naming::Naming;
 use crate::outbound::Url;
+use crate::progressive;
 
 use super::Denied;
 
@@ -24,6 +28,74 @@ pub struct ResourceRoute<'a> {
     /// the URI, `None` when sluice fell back to the only upstream offering
     /// resources (a scheme the client made up is never a label).
     pub target: Option<String>,
+}
+
+/// What a `tools/call` is, before routing.
+#[derive(Debug, Clone, PartialEq)]
+pub enum ToolCall {
+    /// A call of the tool its params name, as the client sent them.
+    Tool,
+    /// `sluice_call_tool` in progressive mode: a call of the tool it names,
+    /// through the same policies; these are the inner call's params.
+    Direct(Value),
+    /// A meta-tool of progressive mode that sluice answers itself
+    /// (listing servers or tools, describing a tool), with its arguments.
+    Meta {
+        /// `sluice_list_servers`, `sluice_list_tools` or
+        /// `sluice_describe_tool`.
+        name: String,
+        /// Its arguments (`{}` when absent).
+        arguments: Value,
+    },
+}
+
+/// What a `tools/call` with `params` is: in progressive mode, a meta-tool
+/// name is sluice's own, and `sluice_call_tool` stands for the call it
+/// names; otherwise every name is an upstream tool's.
+pub fn tool_call(mode: CatalogMode, params: &Value) -> Result<ToolCall, Denied> {
+    let name = params
+        .get("name")
+        .and_then(Value::as_str)
+        .unwrap_or_default();
+    if mode != CatalogMode::Progressive || !progressive::is_meta_tool(name) {
+        return Ok(ToolCall::Tool);
+    }
+    let arguments = params
+        .get("arguments")
+        .cloned()
+        .unwrap_or_else(|| json!({}));
+    if name != progressive::CALL_TOOL {
+        return Ok(ToolCall::Meta {
+            name: name.to_owned(),
+            arguments,
+        });
+    }
+    let Some(inner) = arguments.get("name").and_then(Value::as_str) else {
+        return Err(Denied::invalid_params(
+            "arguments.name must be a tool's name",
+        ));
+    };
+    let mut direct = params.clone();
+    if let Some(obj) = direct.as_object_mut() {
+        obj.insert("name".into(), inner.into());
+        obj.insert(
+            "arguments".into(),
+            arguments
+                .get("arguments")
+                .cloned()
+                .unwrap_or_else(|| json!({})),
+        );
+    }
+    Ok(ToolCall::Direct(direct))
+}
+
+/// A subscription lives in a legacy session: without one (a 2026-07-28
+/// request, where the method is gone, or a client that skipped
+/// `initialize`) there is nothing to hold it, and forwarding would let
+/// anyone undo other clients' subscriptions on the shared upstream.
+/// The request's session, which holds the subscription `method` changes.
+pub fn subscription_session<S>(method: Method, session: Option<S>) -> Result<S, Denied> {
+    session.ok_or_else(|| Denied::MethodNotFound(method.name().unwrap_or_default().to_owned()))
 }
 
 /// The route of a tool or prompt by its exposed name. `unread` gives the
@@ -130,7 +202,6 @@ pub fn completion<'a>(
     reference: &serde_json::Value,
     offering: impl FnOnce() -> Vec<&'a str>,
 ) -> Result<(ResourceRoute<'a>, Option<&'a str>), Denied> {
-    use serde_json::Value;
     let field = |key: &str| {
         reference
             .get(key)

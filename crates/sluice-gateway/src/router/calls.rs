@@ -2,12 +2,10 @@
 //! caller, restore the upstream's name, forward through the call's
 //! boundary.
 
-use serde_json::{Value, json};
+use serde_json::Value;
 use sluice_core::boundary::budget::Surface;
-use sluice_core::config::CatalogMode;
 use sluice_core::method::{ListKind, Method};
 use sluice_core::policy::{Denied, admit, answer, route};
-use sluice_core::progressive;
 
 use super::forward::Forward;
 use crate::client::RequestCtx;
@@ -24,32 +22,11 @@ impl Gateway {
         snap: &Snapshot,
         mut params: Value,
     ) -> Result<Value, Denied> {
-        let name = params
-            .get("name")
-            .and_then(Value::as_str)
-            .unwrap_or_default();
-        if snap.live.config.catalog.mode == CatalogMode::Progressive
-            && progressive::is_meta_tool(name)
-        {
-            let args = params
-                .get("arguments")
-                .cloned()
-                .unwrap_or_else(|| json!({}));
-            if let Some(answer) = self.meta_call(snap, name, &args) {
-                return answer;
-            }
-            // sluice_call_tool: the inner call replaces the outer one.
-            let Some(inner) = args.get("name").and_then(Value::as_str) else {
-                return Err(Denied::invalid_params(
-                    "arguments.name must be a tool's name",
-                ));
-            };
-            if let Some(obj) = params.as_object_mut() {
-                obj.insert("name".into(), inner.into());
-                obj.insert(
-                    "arguments".into(),
-                    args.get("arguments").cloned().unwrap_or_else(|| json!({})),
-                );
+        match route::tool_call(snap.live.config.catalog.mode, &params)? {
+            route::ToolCall::Tool => {}
+            route::ToolCall::Direct(inner) => params = inner,
+            route::ToolCall::Meta { name, arguments } => {
+                return self.meta_call(snap, &name, &arguments);
             }
         }
         let (exposed, route) = self.route_named(ctx, snap, ListKind::Tools, &params)?;

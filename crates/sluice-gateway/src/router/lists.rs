@@ -65,21 +65,24 @@ impl Gateway {
         )
     }
 
-    /// A call of a meta-tool other than `sluice_call_tool`; `None` when
-    /// `name` is not one.
+    /// A call of a meta-tool sluice answers itself (see
+    /// `policy::route::tool_call`).
     pub(super) fn meta_call(
         &self,
         snap: &Snapshot,
         name: &str,
         args: &Value,
-    ) -> Option<Result<Value, Denied>> {
+    ) -> Result<Value, Denied> {
         let answer = match name {
             LIST_SERVERS => self.list_servers(snap, args),
             LIST_TOOLS => self.list_tools(snap, args),
             DESCRIBE_TOOL => self.describe_tool(snap, args),
-            _ => return None,
+            other => Err(Denied::UnknownEntry {
+                kind: ListKind::Tools,
+                name: other.to_owned(),
+            }),
         };
-        Some(answer.map(progressive::tool_result))
+        answer.map(progressive::tool_result)
     }
 
     fn list_servers(&self, snap: &Snapshot, args: &Value) -> Result<Value, Denied> {

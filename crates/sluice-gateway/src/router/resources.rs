@@ -53,7 +53,7 @@ impl Gateway {
         params: Value,
     ) -> Result<Value, Denied> {
         let uri = uri_of(&params)?.to_owned();
-        let session = session_of(ctx, Method::Subscribe)?;
+        let session = route::subscription_session(Method::Subscribe, ctx.session.as_ref())?;
         let upstream = self.resource_owner(ctx, snap, &uri)?;
         self.admit_upstream(ctx, snap, upstream.name())?;
         let name = upstream.name();
@@ -116,7 +116,7 @@ impl Gateway {
         params: Value,
     ) -> Result<Value, Denied> {
         let uri = uri_of(&params)?;
-        let session = session_of(ctx, Method::Unsubscribe)?;
+        let session = route::subscription_session(Method::Unsubscribe, ctx.session.as_ref())?;
         if let Some(held) = session.unsubscribe(uri)
             && self.hub.release_subscription(&held, uri)
         {
@@ -208,14 +208,4 @@ fn uri_of(params: &Value) -> Result<&str, Denied> {
         .get("uri")
         .and_then(Value::as_str)
         .ok_or_else(|| Denied::invalid_params("params.uri must be the resource's URI"))
-}
-
-/// A subscription lives in a session: without one (a 2026-07-28 request,
-/// where the method is gone, or a client that skipped initialize) there is
-/// nothing to hold it, and forwarding would let anyone undo other clients'
-/// subscriptions on the shared upstream.
-fn session_of(ctx: &RequestCtx, method: Method) -> Result<&Arc<ClientSession>, Denied> {
-    ctx.session
-        .as_ref()
-        .ok_or_else(|| Denied::MethodNotFound(method.name().unwrap_or_default().to_owned()))
 }

@@ -3,6 +3,7 @@ use serde_json::json;
 use super::*;
 use crate::catalog::UpstreamCatalog;
 use crate::catalog::drift::{DriftKind, EntryId, Withheld};
+use crate::method::Method;
 
 fn naming() -> Naming {
     Naming::new("__", vec![])
@@ -168,5 +169,48 @@ fn a_completion_goes_to_the_prompt_or_template_owner() {
         Err(Denied::invalid_params(
             "params.ref must be a ref/prompt or ref/resource"
         ))
+    );
+}
+
+#[test]
+fn a_progressive_tool_call_is_a_meta_tool_a_direct_call_or_a_tool() {
+    use crate::config::CatalogMode;
+    let plain = json!({"name": "a__t", "arguments": {"x": 1}});
+    assert_eq!(
+        tool_call(CatalogMode::Progressive, &plain),
+        Ok(ToolCall::Tool)
+    );
+    let listing = json!({"name": "sluice_list_tools"});
+    assert_eq!(
+        tool_call(CatalogMode::Progressive, &listing),
+        Ok(ToolCall::Meta {
+            name: "sluice_list_tools".into(),
+            arguments: json!({})
+        })
+    );
+    // Outside progressive mode the name is an upstream's like any other.
+    assert_eq!(tool_call(CatalogMode::Full, &listing), Ok(ToolCall::Tool));
+    let direct = json!({"name": "sluice_call_tool", "arguments": {"name": "a__t", "arguments": {"x": 1}}, "_meta": {"progressToken": 7}});
+    assert_eq!(
+        tool_call(CatalogMode::Progressive, &direct),
+        Ok(ToolCall::Direct(
+            json!({"name": "a__t", "arguments": {"x": 1}, "_meta": {"progressToken": 7}})
+        ))
+    );
+    let nameless = json!({"name": "sluice_call_tool", "arguments": {}});
+    assert_eq!(
+        tool_call(CatalogMode::Progressive, &nameless),
+        Err(Denied::invalid_params(
+            "arguments.name must be a tool's name"
+        ))
+    );
+}
+
+#[test]
+fn subscriptions_need_a_session() {
+    assert_eq!(subscription_session(Method::Subscribe, Some(1)), Ok(1));
+    assert_eq!(
+        subscription_session::<u8>(Method::Unsubscribe, None),
+        Err(Denied::MethodNotFound("resources/unsubscribe".into()))
     );
 }
