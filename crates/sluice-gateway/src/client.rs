@@ -57,8 +57,7 @@ pub struct RequestCtx {
     pub param_headers: Vec<(String, String)>,
     /// Who sent it (rate limits are kept per principal).
     pub principal: Arc<Principal>,
-    /// Whether `[[auth.require]]` applies: over HTTP with `[auth]` on. The
-    /// stdio client is the local user who started sluice.
+    /// Whether `[[auth.require]]` applies (`policy::admit::scopes_apply`).
     pub scoped: bool,
     /// What the router learned handling it, for metrics and the audit log.
     pub trail: Trail,

@@ -126,14 +126,15 @@ impl RateLimits {
         tool: &str,
         key: (String, String),
     ) -> Result<(), Duration> {
+        // The limiters were built from the configuration `scope` was
+        // decided on: the scope names one of them, or a rate set "off".
         let limit = match scope {
-            RateScope::Tool => self.tools.get(&(upstream.to_owned(), tool.to_owned())),
-            RateScope::Upstream => self.upstreams.get(upstream),
-            RateScope::Default => None,
-        };
-        let limit = match limit {
-            Some(specific) => specific.as_ref(),
-            None => self.default.as_ref(),
+            RateScope::Tool => self
+                .tools
+                .get(&(upstream.to_owned(), tool.to_owned()))
+                .and_then(Option::as_ref),
+            RateScope::Upstream => self.upstreams.get(upstream).and_then(Option::as_ref),
+            RateScope::Default => self.default.as_ref(),
         };
         let Some(limit) = limit else {
             return Ok(());

@@ -32,6 +32,13 @@ pub fn scopes(
     })
 }
 
+/// Whether `[[auth.require]]` scopes apply to a request: over HTTP with
+/// `[auth]` on. The stdio client is the local user who started sluice, and
+/// HTTP without `[auth]` has no principal that could hold a scope.
+pub fn scopes_apply(over_http: bool, auth_on: bool) -> bool {
+    over_http && auth_on
+}
+
 /// Whether a tool call counts against the rate limit: a retry that
 /// answers a round sluice itself parked is the same call, counted once;
 /// any other retry cannot be told from a new call and is counted again.
@@ -119,6 +126,13 @@ mod tests {
         assert!(scopes(true, &require(), &nobody, "time", None, "time").is_ok());
         // Scopes do not apply to the local stdio client.
         assert!(scopes(false, &require(), &nobody, "git", Some("push"), "git__push").is_ok());
+    }
+
+    #[test]
+    fn scopes_apply_over_http_with_auth_only() {
+        assert!(scopes_apply(true, true));
+        assert!(!scopes_apply(true, false));
+        assert!(!scopes_apply(false, true));
     }
 
     #[test]

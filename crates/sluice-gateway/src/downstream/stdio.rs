@@ -15,7 +15,7 @@ use serde_json::Value;
 use sluice_core::access::{self, Principal};
 use sluice_core::jsonrpc::{self, EnvelopeError, Message};
 use sluice_core::method::{Method, notification};
-use sluice_core::policy::Denied;
+use sluice_core::policy::{Denied, admit};
 use sluice_core::protocol::{self, Era};
 use tokio::io::{AsyncRead, AsyncWrite, AsyncWriteExt};
 use tokio::sync::mpsc;
@@ -224,7 +224,7 @@ impl StdioClient {
             link: Some(ClientLink::new(self.out.clone(), answers).until(self.input_closed.clone())),
             session: self.session.clone().filter(|_| era == Era::Legacy),
             principal: Arc::clone(&self.principal),
-            scoped: false,
+            scoped: admit::scopes_apply(false, self.gateway.auth().is_on()),
             trail: Default::default(),
         };
         let gateway = Arc::clone(&self.gateway);

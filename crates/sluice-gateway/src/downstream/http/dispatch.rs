@@ -17,6 +17,7 @@ use sluice_core::jsonrpc::{self, Message};
 use sluice_core::method::{Method, notification};
 use sluice_core::policy::Denied;
 use sluice_core::policy::admission::{self, Headers, field};
+use sluice_core::policy::admit;
 use sluice_core::protocol::{self, Era};
 use sluice_core::trace_context;
 use tokio::sync::mpsc;
@@ -133,7 +134,7 @@ fn request_ctx(
         client_capabilities,
         link: None,
         session: None,
-        scoped: state.gateway.auth().is_on(),
+        scoped: admit::scopes_apply(true, state.gateway.auth().is_on()),
         principal: Arc::clone(&request.principal),
         trail: Default::default(),
     }
