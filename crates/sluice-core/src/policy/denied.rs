@@ -4,7 +4,7 @@
 //! Each variant knows its JSON-RPC error (code, message, data), its HTTP
 //! status, and the [`Decision`] the audit log and the metrics record. The
 //! shell builds a `Denied` where it learns of the failure and converts it
-//! exactly once, at the transport's edge ([`Denied::into_answer`],
+//! exactly once, at the transport's edge ([`Denied::to_answer`],
 //! [`Denied::http_status`]); nothing is rebuilt from an error code on the
 //! way (an upstream that sends `-32011` gets no 429).
 //!
@@ -347,18 +347,18 @@ impl Denied {
 
     /// What the client gets, converted once: a JSON-RPC error, or for a
     /// read-only tool's oversized result the fixed `isError` refusal.
-    pub fn into_answer(self) -> Result<Value, RpcError> {
+    pub fn to_answer(&self) -> Result<Value, RpcError> {
         match self {
             Denied::ReadTooLarge {
                 surface: Surface::Tool,
                 limit,
-            } => Ok(budget::tool_refusal(limit)),
+            } => Ok(budget::tool_refusal(*limit)),
             other => Err(other.to_rpc()),
         }
     }
 
     /// The JSON-RPC error (for a tool's read refusal, the error a resource
-    /// read would get; see [`Denied::into_answer`]).
+    /// read would get; see [`Denied::to_answer`]).
     pub fn to_rpc(&self) -> RpcError {
         let message = self.to_string();
         match self {

@@ -2,7 +2,7 @@
 //! every connected client may need.
 
 use std::collections::HashMap;
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, LazyLock, Mutex};
 use std::time::Duration;
 
 use arc_swap::ArcSwap;
@@ -249,9 +249,12 @@ impl Gateway {
         self.hub.events.subscribe()
     }
 
-    /// sluice's own `serverInfo`.
-    pub(crate) fn server_info(&self) -> Value {
-        json!({"name": NAME, "version": VERSION})
+    /// sluice's own `serverInfo`, built once: every modern answer carries
+    /// it.
+    pub(crate) fn server_info(&self) -> &'static Value {
+        static SERVER_INFO: LazyLock<Value> =
+            LazyLock::new(|| json!({"name": NAME, "version": VERSION}));
+        &SERVER_INFO
     }
 }
 

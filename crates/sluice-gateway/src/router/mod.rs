@@ -141,8 +141,7 @@ impl Reply {
             },
             Err(denied) => Reply {
                 answer: denied
-                    .clone()
-                    .into_answer()
+                    .to_answer()
                     .map(shape)
                     .map_err(|e| protocol::shape_error(era, e)),
                 refusal: Some(denied),
@@ -163,7 +162,7 @@ impl Gateway {
             .dispatch(ctx, parsed, method, params)
             .instrument(span.clone())
             .await;
-        let reply = Reply::new(ctx.era, parsed, outcome, &self.server_info());
+        let reply = Reply::new(ctx.era, parsed, outcome, self.server_info());
         if let Some(in_flight) = in_flight {
             in_flight.answered(reply.decision(), &reply.answer);
         }

@@ -100,7 +100,7 @@ fn a_read_over_budget_is_refused_whole_and_a_mutation_never() {
         panic!("a read-only tool's big result is refused")
     };
     let shown = tool_refusal
-        .into_answer()
+        .to_answer()
         .expect("a tool's refusal is a result");
     assert_eq!(shown["isError"], true);
     assert!(!shown.to_string().contains("xxxx"));

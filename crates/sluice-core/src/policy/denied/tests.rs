@@ -266,10 +266,7 @@ fn a_tools_read_refusal_is_a_result_and_a_resources_an_error() {
         surface: Surface::Tool,
         limit: 65_536,
     };
-    let result = tool
-        .clone()
-        .into_answer()
-        .expect("a tool's refusal is a result");
+    let result = tool.to_answer().expect("a tool's refusal is a result");
     assert_eq!(result, budget::tool_refusal(65_536));
     assert_eq!(tool.http_status(Era::Modern), 200);
     let resource = Denied::ReadTooLarge {
@@ -277,7 +274,7 @@ fn a_tools_read_refusal_is_a_result_and_a_resources_an_error() {
         limit: 65_536,
     };
     assert_eq!(
-        resource.into_answer(),
+        resource.to_answer(),
         Err(budget::read_refusal(65_536, Surface::Resource))
     );
 }

@@ -28,7 +28,7 @@ const KEEP_ALIVE: Duration = Duration::from_secs(15);
 /// refusal calls for.
 pub(super) fn refusal(auth: &Auth, era: Era, id: Value, denied: Denied) -> Response {
     let (status, extra) = status_and_headers(auth, era, Some(&denied));
-    let body = jsonrpc::response(id, denied.into_answer());
+    let body = jsonrpc::response(id, denied.to_answer());
     with_headers(json_response(status, &body, None), extra)
 }
 
