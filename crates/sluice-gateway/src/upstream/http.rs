@@ -25,7 +25,7 @@ use sluice_core::trace_context;
 use sse_stream::SseByteStream;
 use tokio_util::sync::CancellationToken;
 
-use super::wire::{Inbound, Outgoing, Wire};
+use super::wire::{Inbound, Outgoing, Unreadable, Wire};
 use crate::outbound;
 use crate::pending::Answer;
 
@@ -334,9 +334,7 @@ impl HttpWire {
                     return Some(Ok(outcome.map_err(Some)));
                 }
                 Some(Ok(message)) => inbound.message(era, message, Some(id)),
-                _ => {
-                    tracing::warn!(upstream = %self.name, "upstream sent an event that is not JSON-RPC; ignored")
-                }
+                _ => inbound.unreadable(data.as_bytes(), Unreadable::Malformed),
             }
         }
         None

@@ -30,7 +30,7 @@ use tokio::process::{ChildStderr, ChildStdin, ChildStdout};
 use tokio::sync::{Mutex, mpsc};
 use tokio_util::codec::{AnyDelimiterCodec, AnyDelimiterCodecError, Decoder, FramedRead};
 
-use super::wire::{Inbound, Outgoing, Wire};
+use super::wire::{Inbound, Outgoing, Unreadable, Wire};
 use crate::pending::Answer;
 
 /// POSIX signal numbers (the same on every Unix sluice runs on).
@@ -199,7 +199,7 @@ impl StdioReaders {
                             upstream = %name,
                             "upstream wrote a message longer than the transport ceiling ({max_line} bytes); discarded"
                         );
-                        inbound.oversized(&prefix);
+                        inbound.unreadable(&prefix, Unreadable::TooLarge);
                         continue;
                     }
                     Err(_) => break,
@@ -210,11 +210,7 @@ impl StdioReaders {
                 match Message::parse(&line) {
                     // The era only matters for how replies travel over HTTP.
                     Some(Ok(message)) => inbound.message(Era::Legacy, message, None),
-                    _ => tracing::warn!(
-                        upstream = %name,
-                        bytes = line.len(),
-                        "upstream wrote a line that is not JSON-RPC; ignored"
-                    ),
+                    _ => inbound.unreadable(&line, Unreadable::Malformed),
                 }
             }
             inbound.ended();

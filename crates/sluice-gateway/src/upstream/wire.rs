@@ -100,10 +100,30 @@ pub(crate) trait Inbound: Send + Sync {
     /// carried it, if any; `era` is how replies to it travel.
     fn message(&self, era: Era, message: Message, stream: Option<u64>);
 
-    /// A message too large to read: its first bytes.
-    fn oversized(&self, prefix: &[u8]);
+    /// A message that could not be read: its first bytes (all of it, when
+    /// it was not too large), and why.
+    fn unreadable(&self, prefix: &[u8], why: Unreadable);
 
     /// The transport ended (the child closed stdout, the HTTP session is
     /// gone).
     fn ended(&self);
+}
+
+/// Why a message the upstream sent could not be read.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Unreadable {
+    /// Longer than `transport_max_message_bytes`.
+    TooLarge,
+    /// Not JSON, nested deeper than the parser goes, or not a valid
+    /// JSON-RPC message (a response with both `result` and `error`).
+    Malformed,
+}
+
+impl std::fmt::Display for Unreadable {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            Unreadable::TooLarge => "larger than the transport ceiling",
+            Unreadable::Malformed => "not valid JSON-RPC",
+        })
+    }
 }
