@@ -296,10 +296,12 @@ impl Shared {
 
     /// A legacy upstream's notifications that belong to no request come
     /// on their own stream over HTTP: opens it for as long as the
-    /// connection lives.
-    pub(crate) fn open_notifications(self: &Arc<Self>) {
+    /// connection lives, and waits until it is open.
+    pub(crate) async fn open_notifications(self: &Arc<Self>) {
         let inbound: Arc<dyn Inbound> = Arc::clone(self) as Arc<dyn Inbound>;
-        Arc::clone(&self.wire).open_notifications(inbound, self.closed.clone());
+        Arc::clone(&self.wire)
+            .open_notifications(inbound, self.closed.clone())
+            .await;
     }
 
     fn lock_routes(&self) -> MutexGuard<'_, Routes> {

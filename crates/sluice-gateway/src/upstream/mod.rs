@@ -599,7 +599,7 @@ pub(crate) async fn connect(
         }
     };
     match description.era {
-        Era::Legacy => shared.open_notifications(),
+        Era::Legacy => shared.open_notifications().await,
         Era::Modern => listen_for_changes(&shared, &description.capabilities),
     }
     Ok(Connection::new(shared, description))

@@ -71,9 +71,16 @@ pub(crate) trait Wire: Send + Sync {
     fn negotiated(&self, _version: &str) {}
 
     /// Opens what a legacy upstream sends notifications on that belong to
-    /// no request (HTTP's GET stream), until `closed`. Over stdio they
+    /// no request (HTTP's GET stream), until `closed`; resolves once the
+    /// upstream answered the opening (or a short wait passed), so that a
+    /// request it receives next finds the stream there. Over stdio they
     /// arrive on stdout with everything else.
-    fn open_notifications(self: Arc<Self>, _inbound: Arc<dyn Inbound>, _closed: CancellationToken) {
+    fn open_notifications(
+        self: Arc<Self>,
+        _inbound: Arc<dyn Inbound>,
+        _closed: CancellationToken,
+    ) -> BoxFuture<'static, ()> {
+        Box::pin(future::ready(()))
     }
 
     /// Ends what the transport runs: a child gets SIGTERM, then SIGKILL
