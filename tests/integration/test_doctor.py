@@ -497,18 +497,8 @@ def test_doctor_passes_sluice_serve_with_its_manifest(
     assert ((health.get("upstreams") or {}).get("fixture") or {}).get("state") == "ready", (
         f"fixture upstream not ready: {health}\n{srv.stderr_tail()}"
     )
-    manifest = tmp_path / "mcp.json"
-    manifest.write_text(
-        json.dumps(
-            {
-                "name": "sluice",
-                "version": workspace_version(),
-                "transport": [{"type": "stdio", "command": "sluice"}, {"type": "http", "url": srv.url}],
-                "minProtocolVersion": "2025-06-18",
-            }
-        ),
-        encoding="utf-8",
-    )
+    # The manifest the repository ships (its version is the crate's: tests/cli.rs).
+    manifest = H.REPO / "mcp.json"
     run = run_doctor("--json", "--manifest", str(manifest), srv.url, cwd=tmp_path)
     report = check_report(run)
     assert report["transport"] == "http", run.show()

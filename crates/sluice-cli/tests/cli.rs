@@ -274,3 +274,20 @@ async fn a_child_that_never_finishes_its_handshake_is_ended_before_the_next_try(
     );
     drop(s);
 }
+
+#[test]
+fn the_shipped_manifest_names_this_version_and_the_floor() {
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../mcp.json");
+    let manifest: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
+    assert_eq!(manifest["name"], "sluice");
+    assert_eq!(manifest["version"], env!("CARGO_PKG_VERSION"));
+    assert_eq!(manifest["minProtocolVersion"], "2025-06-18");
+    let types: Vec<&str> = manifest["transport"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|t| t["type"].as_str())
+        .collect();
+    assert_eq!(types, ["stdio", "http"]);
+}

@@ -238,6 +238,51 @@ async fn the_stdio_client_is_rate_limited_too() {
     assert!(wait > 3_000_000, "about an hour: {second}");
 }
 
+#[tokio::test(flavor = "multi_thread")]
+async fn completions_prompts_and_reads_are_rate_limited_like_calls() {
+    let mut s = StdioSluice::start(&format!(
+        "{}rate_limit = \"2/h\"\n",
+        fixture_upstream("fx", &[])
+    ))
+    .await;
+    s.initialize(json!({})).await;
+    let requests = [
+        (
+            "completion/complete",
+            json!({"ref": {"type": "ref/prompt", "name": "fx__greet"},
+                   "argument": {"name": "name", "value": "A"}}),
+        ),
+        (
+            "prompts/get",
+            json!({"name": "fx__greet", "arguments": {"name": "Ada"}}),
+        ),
+        ("resources/read", json!({"uri": "fixture://item/a"})),
+    ];
+    let mut id = 1;
+    for (method, params) in requests {
+        // Two pass (whatever the upstream answers), the third is sluice's.
+        for _ in 0..2 {
+            id += 1;
+            let answer = s.request(id, method, params.clone()).await;
+            assert_ne!(answer["error"]["code"], -32011, "{method}: {answer}");
+        }
+        id += 1;
+        let limited = s.request(id, method, params.clone()).await;
+        assert_eq!(limited["error"]["code"], -32011, "{method}: {limited}");
+        assert_eq!(
+            limited["error"]["message"]
+                .as_str()
+                .map(|m| m.split(';').next()),
+            Some(Some(
+                format!("rate limited: too many calls of \"{method}\"").as_str()
+            )),
+        );
+    }
+    // Each method has its own allowance, and a tool call spends none of theirs.
+    let call = s.call(100, "fx__echo", json!({"text": "still"})).await;
+    assert_eq!(first_text(&call), "still", "{call}");
+}
+
 /// A TCP listener that counts the connections it accepts.
 async fn counting_listener() -> (u16, Arc<AtomicUsize>) {
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();

@@ -157,7 +157,7 @@ async fn modern_clients_get_modern_results_from_a_legacy_upstream() {
     assert_eq!(r["resultType"], json!("complete"));
     assert_eq!(
         r["supportedVersions"],
-        json!(["2026-07-28", "2025-11-25", "2025-06-18", "2025-03-26"])
+        json!(["2026-07-28", "2025-11-25", "2025-06-18"])
     );
     assert!(r["ttlMs"].is_u64() && r["cacheScope"].is_string());
     assert_eq!(

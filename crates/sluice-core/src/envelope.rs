@@ -12,7 +12,8 @@
 //! - Envelope `{items, nextCursor?, isCapped?}`: never a bare array; the end
 //!   is an absent `nextCursor`. (The MCP lists keep their own field name,
 //!   `tools`, ..., and carry no `isCapped`.)
-//! - Cursors are opaque: base64url of a versioned payload, HMAC-sealed,
+//! - Cursors are opaque: a versioned payload, encrypted and sealed
+//!   ([`crate::seal`]),
 //!   bound to the surface and the filter that made them, and valid for
 //!   [`CURSOR_TTL_MS`]. Anything else is `-32602` "invalid cursor".
 

@@ -86,6 +86,17 @@ pub fn meta_tools() -> Vec<Value> {
             "title": "Describe a tool",
             "description": "Returns one tool's whole definition: description, input and output schemas, annotations.",
             "inputSchema": {"type": "object", "properties": {"name": {"type": "string", "description": "The tool's name, as sluice_list_tools gives it."}}, "required": ["name"], "additionalProperties": false},
+            // A full `tool_row`.
+            "outputSchema": {"type": "object", "properties": {
+                "name": {"type": "string"},
+                "server": {"type": "string"},
+                "title": {"type": "string"},
+                "readOnly": {"type": "boolean"},
+                "description": {"type": "string"},
+                "inputSchema": {"type": "object"},
+                "outputSchema": {"type": "object"},
+                "annotations": {"type": "object"},
+            }, "required": ["name", "server", "readOnly"]},
             "annotations": read_only,
         }),
         json!({
@@ -261,6 +272,38 @@ mod tests {
             tool_filter(&json!({"server": 5})).map_err(|e| e.code),
             Err(-32602)
         );
+    }
+
+    #[test]
+    fn every_structured_answer_has_its_output_schema() {
+        let tool = json!({"name": "git__log", "title": "Log", "description": "Shows the log.",
+            "inputSchema": {"type": "object"}, "outputSchema": {"type": "object"},
+            "annotations": {"readOnlyHint": true}});
+        let tools = meta_tools();
+        let schema = |name: &str| {
+            let tool = tools.iter().find(|t| t["name"] == name);
+            tool.map(|t| t["outputSchema"].clone()).unwrap_or_default()
+        };
+        let answers = [
+            (DESCRIBE_TOOL, tool_row(&tool, "git", true, Fields::Full)),
+            (
+                DESCRIBE_TOOL,
+                tool_row(&json!({"name": "a__b"}), "a", false, Fields::Full),
+            ),
+            (
+                LIST_TOOLS,
+                json!({"items": [tool_row(&tool, "git", true, Fields::Lite)]}),
+            ),
+            (LIST_SERVERS, json!({"items": [], "nextCursor": "c"})),
+        ];
+        for (name, answer) in answers {
+            let structured = &tool_result(answer)["structuredContent"];
+            let validator = jsonschema::validator_for(&schema(name));
+            assert!(
+                validator.is_ok_and(|v| v.is_valid(structured)),
+                "{name}: {structured}"
+            );
+        }
     }
 
     #[test]

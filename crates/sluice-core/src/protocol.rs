@@ -14,12 +14,14 @@ use crate::jsonrpc::{self, RpcError};
 
 /// The one modern protocol version.
 pub const MODERN_VERSION: &str = "2026-07-28";
-/// The legacy versions sluice negotiates, newest first.
-pub const LEGACY_VERSIONS: [&str; 3] = ["2025-11-25", "2025-06-18", "2025-03-26"];
-/// The version a legacy HTTP request without `MCP-Protocol-Version` is
-/// assumed to speak (MCP 2025-06-18, `basic/transports` § Protocol Version
-/// Header).
-pub const ASSUMED_LEGACY_VERSION: &str = "2025-03-26";
+/// The legacy versions sluice negotiates with its clients, newest first.
+/// 2025-06-18 is the floor (S-14): a 2025-03-26 client is answered with
+/// 2025-11-25, as for any version sluice does not speak, and may then
+/// disconnect. 2025-03-26 has no `outputSchema`, `structuredContent`,
+/// elicitation or `MCP-Protocol-Version` header, and sluice would have to
+/// strip them from every answer to serve it honestly. (An *upstream* that
+/// answers 2025-03-26 is still used.)
+pub const LEGACY_VERSIONS: [&str; 2] = ["2025-11-25", "2025-06-18"];
 
 /// `_meta` key: the protocol version of a modern request.
 pub const META_PROTOCOL_VERSION: &str = "io.modelcontextprotocol/protocolVersion";
@@ -53,7 +55,7 @@ const CACHEABLE_METHODS: [&str; 6] = [
 pub enum Era {
     /// 2026-07-28.
     Modern,
-    /// 2025-11-25, 2025-06-18 or 2025-03-26.
+    /// 2025-11-25 or 2025-06-18 (an upstream may also speak 2025-03-26).
     Legacy,
 }
 
@@ -364,7 +366,7 @@ mod tests {
         assert_eq!(
             e.data,
             Some(
-                json!({"supported": ["2026-07-28","2025-11-25","2025-06-18","2025-03-26"], "requested": "1900-01-01"})
+                json!({"supported": ["2026-07-28","2025-11-25","2025-06-18"], "requested": "1900-01-01"})
             )
         );
         let no_caps = json!({"_meta": {META_PROTOCOL_VERSION: "2026-07-28"}});
@@ -375,6 +377,12 @@ mod tests {
     fn legacy_negotiation_echoes_or_offers_newest() {
         assert_eq!(negotiate_legacy(Some("2025-06-18")), "2025-06-18");
         assert_eq!(negotiate_legacy(Some("2024-11-05")), "2025-11-25");
+        assert_eq!(
+            negotiate_legacy(Some("2025-03-26")),
+            "2025-11-25",
+            "below the floor"
+        );
+        assert!(!is_legacy_version("2025-03-26"));
         assert_eq!(negotiate_legacy(None), "2025-11-25");
     }
 

@@ -7,7 +7,7 @@
 //! `inputResponses` and the `requestState` it was given (MCP 2026-07-28,
 //! `basic/patterns/mrtr`). sluice keeps the upstream call open and hands the
 //! client a state that names it. The state is attacker-controlled input, so
-//! it is sealed with HMAC-SHA256 and binds the parked call's handle, the
+//! it is sealed ([`crate::seal`]: encrypted and authenticated) and binds the parked call's handle, the
 //! method, a digest of the call's params and an expiry: a tampered, foreign,
 //! stale or replayed state is refused (a server must reject state that fails
 //! verification).
@@ -197,20 +197,24 @@ mod tests {
     fn tampering_is_refused() {
         let params = json!({"name": "t"});
         let token = key(1).seal(&call(&params));
-        let (head, tag) = token.rsplit_once('.').expect("tag");
-        // Change the payload, keep the tag: the seal no longer matches.
-        let forged_payload = URL_SAFE_NO_PAD.encode(
-            json!({"h": "other", "m": "tools/call", "d": params_digest(&params), "x": 1_000})
-                .to_string(),
-        );
-        let forged = format!("{}{forged_payload}.{tag}", key(1).key.prefix());
+        let prefix = key(1).key.prefix().to_owned();
+        let body = token.strip_prefix(&prefix).expect("the prefix");
+        // A changed byte of the sealed body no longer opens.
+        let mut wire = URL_SAFE_NO_PAD.decode(body).expect("base64url");
+        if let Some(last) = wire.last_mut() {
+            *last ^= 1;
+        }
+        let forged = format!("{prefix}{}", URL_SAFE_NO_PAD.encode(&wire));
         assert_eq!(
             key(1).open(&forged, "tools/call", &params, 5),
             Err(StateError::BadSeal)
         );
-        let short = format!("{}a.b", key(1).key.prefix());
+        // A state sealed by another replica's secret does not open either.
+        let foreign = key(2).seal(&call(&params));
+        assert!(key(1).open(&foreign, "tools/call", &params, 5).is_err());
+        let short = format!("{prefix}a.b");
         for bad in [
-            &head[..head.len() - 1],
+            &token[..token.len() - 1],
             "sluice1.",
             "upstream-state",
             short.as_str(),

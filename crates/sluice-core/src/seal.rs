@@ -1,23 +1,42 @@
 //! Tokens sluice hands out and must be able to trust when they come back
-//! (MRTR `requestState`, list cursors): a JSON payload, base64url-encoded
-//! and sealed with HMAC-SHA256.
+//! (MRTR `requestState`, list cursors): a JSON payload, encrypted and
+//! authenticated with XChaCha20-Poly1305, so that a token tells its holder
+//! nothing (a cursor's position, filter and surface are not readable) and
+//! cannot be altered.
 //!
-//! Wire form: `<prefix><base64url(payload JSON)>.<base64url(mac)>`. The mac
-//! also covers a domain string, so a token made for one purpose (a cursor)
-//! never opens as another (a request state), even under the same key.
+//! Wire form: `<prefix><base64url(nonce (24) ‖ ciphertext ‖ tag (16))>`.
+//! The key and the associated data are derived from a domain string, so a
+//! token made for one purpose (a cursor) never opens as another (a request
+//! state), even under the same secret.
+//!
+//! The nonce is synthetic: HMAC-SHA256 of the payload under a key of its
+//! own, cut to 24 bytes. Sealing stays a pure function (this crate takes
+//! no randomness), equal payloads give equal tokens, and two different
+//! payloads share a nonce only by a 192-bit collision.
 
 use base64::Engine;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
-use hmac::{Hmac, KeyInit, Mac};
+use chacha20poly1305::aead::{Aead, KeyInit, Payload};
+use chacha20poly1305::{XChaCha20Poly1305, XNonce};
+use hmac::{Hmac, Mac};
 use serde_json::Value;
 use sha2::Sha256;
 
 type HmacSha256 = Hmac<Sha256>;
 
+/// XChaCha20's nonce length.
+const NONCE_BYTES: usize = 24;
+/// Poly1305's tag length.
+const TAG_BYTES: usize = 16;
+/// The longest token worth decoding: sluice makes none this long.
+const MAX_TOKEN_CHARS: usize = 16 * 1024;
+
 /// A key for one kind of token.
 #[derive(Clone)]
 pub struct SealKey {
-    secret: [u8; 32],
+    cipher: XChaCha20Poly1305,
+    /// Keys the synthetic nonce.
+    nonce_key: [u8; 32],
     prefix: String,
     domain: &'static str,
 }
@@ -35,12 +54,26 @@ pub enum SealError {
     BadSeal,
 }
 
+/// HMAC-SHA256 of `parts` under `key`, each part followed by a NUL.
+fn hmac(key: &[u8], parts: &[&[u8]]) -> [u8; 32] {
+    // HMAC takes a key of any length; it never fails.
+    let mut mac = <HmacSha256 as hmac::KeyInit>::new_from_slice(key)
+        .unwrap_or_else(|_| unreachable!("HMAC accepts any key length"));
+    for part in parts {
+        mac.update(part);
+        mac.update(b"\0");
+    }
+    mac.finalize().into_bytes().into()
+}
+
 impl SealKey {
     /// A key from 32 secret bytes. Its tokens start with `prefix`; `domain`
     /// names their purpose.
     pub fn new(secret: [u8; 32], prefix: String, domain: &'static str) -> Self {
+        let key = hmac(&secret, &[b"sluice seal key", domain.as_bytes()]);
         SealKey {
-            secret,
+            cipher: XChaCha20Poly1305::new(&key.into()),
+            nonce_key: hmac(&secret, &[b"sluice seal nonce", domain.as_bytes()]),
             prefix,
             domain,
         }
@@ -51,39 +84,55 @@ impl SealKey {
         &self.prefix
     }
 
-    fn mac(&self, payload: &str) -> HmacSha256 {
-        // HMAC takes a key of any length; 32 bytes never fails.
-        let mut mac = <HmacSha256 as KeyInit>::new_from_slice(&self.secret)
-            .unwrap_or_else(|_| unreachable!("HMAC accepts any key length"));
-        mac.update(self.domain.as_bytes());
-        mac.update(b"\0");
-        mac.update(payload.as_bytes());
-        mac
-    }
-
     /// Seals a payload.
     pub fn seal(&self, payload: &Value) -> String {
-        let payload = URL_SAFE_NO_PAD.encode(payload.to_string());
-        let tag = URL_SAFE_NO_PAD.encode(self.mac(&payload).finalize().into_bytes());
-        format!("{}{payload}.{tag}", self.prefix)
+        let plaintext = payload.to_string();
+        let synthetic = hmac(&self.nonce_key, &[plaintext.as_bytes()]);
+        let mut nonce = [0; NONCE_BYTES];
+        nonce.copy_from_slice(&synthetic[..NONCE_BYTES]);
+        let sealed = self
+            .cipher
+            .encrypt(
+                &XNonce::from(nonce),
+                Payload {
+                    msg: plaintext.as_bytes(),
+                    aad: self.domain.as_bytes(),
+                },
+            )
+            .unwrap_or_else(|_| {
+                unreachable!("XChaCha20-Poly1305 encrypts any payload sluice makes")
+            });
+        let mut wire = Vec::with_capacity(NONCE_BYTES + sealed.len());
+        wire.extend_from_slice(&nonce);
+        wire.extend(sealed);
+        format!("{}{}", self.prefix, URL_SAFE_NO_PAD.encode(wire))
     }
 
     /// The payload of a token this key sealed.
     pub fn open(&self, token: &str) -> Result<Value, SealError> {
         let body = token
             .strip_prefix(&self.prefix)
+            .filter(|body| body.len() <= MAX_TOKEN_CHARS)
             .ok_or(SealError::Malformed)?;
-        let (payload, tag) = body.split_once('.').ok_or(SealError::Malformed)?;
-        let tag = URL_SAFE_NO_PAD
-            .decode(tag)
+        let wire = URL_SAFE_NO_PAD
+            .decode(body)
             .map_err(|_| SealError::Malformed)?;
-        self.mac(payload)
-            .verify_slice(&tag)
+        if wire.len() < NONCE_BYTES + TAG_BYTES {
+            return Err(SealError::Malformed);
+        }
+        let (nonce, sealed) = wire.split_at(NONCE_BYTES);
+        let nonce: [u8; NONCE_BYTES] = nonce.try_into().map_err(|_| SealError::Malformed)?;
+        let plaintext = self
+            .cipher
+            .decrypt(
+                &XNonce::from(nonce),
+                Payload {
+                    msg: sealed,
+                    aad: self.domain.as_bytes(),
+                },
+            )
             .map_err(|_| SealError::BadSeal)?;
-        let payload = URL_SAFE_NO_PAD
-            .decode(payload)
-            .map_err(|_| SealError::Malformed)?;
-        serde_json::from_slice(&payload).map_err(|_| SealError::Malformed)
+        serde_json::from_slice(&plaintext).map_err(|_| SealError::Malformed)
     }
 }
 
@@ -128,6 +177,37 @@ mod tests {
         }
         assert!(a.open(&token[..token.len() - 2]).is_err());
         assert_eq!(a.open("nope"), Err(SealError::Malformed));
+    }
+
+    #[test]
+    fn a_token_reveals_nothing_of_its_payload() {
+        let key = SealKey::new([7; 32], String::new(), "sluice list cursor v1");
+        let payload = json!({"v": 1, "s": "tools/list", "o": 500, "k": "h__tool_499"});
+        let token = key.seal(&payload);
+        assert_eq!(
+            key.seal(&payload),
+            token,
+            "sealing is a function of the payload"
+        );
+        let wire = URL_SAFE_NO_PAD.decode(&token).unwrap_or_default();
+        assert_eq!(
+            wire.len(),
+            NONCE_BYTES + payload.to_string().len() + TAG_BYTES
+        );
+        for needle in [&b"tools/list"[..], b"h__tool_499", b"500", b"\"o\""] {
+            assert!(
+                !wire.windows(needle.len()).any(|w| w == needle),
+                "{needle:?} in the clear"
+            );
+        }
+        let other = key.seal(&json!({"v": 1, "s": "tools/list", "o": 501, "k": "h__tool_500"}));
+        assert_ne!(token[..32], other[..32], "another payload, another nonce");
+        // Too long to be one of sluice's.
+        assert_eq!(
+            key.open(&"A".repeat(MAX_TOKEN_CHARS + 1)),
+            Err(SealError::Malformed)
+        );
+        assert_eq!(key.open("AAAA"), Err(SealError::Malformed));
     }
 
     #[test]

@@ -77,6 +77,27 @@ pub fn rate_scope(config: &Config, upstream: &str, tool: &str) -> RateScope {
     }
 }
 
+/// What a request to an upstream other than a tool call
+/// (`completion/complete`, `prompts/get`, `resources/read`,
+/// `resources/subscribe`) counts against: the upstream's `rate_limit`,
+/// else the default, with an allowance of its own per principal, upstream
+/// and method. A flood of completions is limited like a flood of calls
+/// (S-15, S-24) and spends no tool's allowance: the key's second part
+/// (`"git prompts/get"`) is no exposed tool name.
+pub fn method_rate(
+    config: &Config,
+    principal: &Principal,
+    upstream: &str,
+    method: &str,
+) -> (RateScope, (String, String)) {
+    let up = config.upstreams.iter().find(|u| u.name == upstream);
+    let scope = match up {
+        Some(up) if up.rate_limit.is_some() => RateScope::Upstream,
+        _ => RateScope::Default,
+    };
+    (scope, (principal.key(), format!("{upstream} {method}")))
+}
+
 #[cfg(test)]
 mod tests {
     use std::collections::BTreeSet;
@@ -158,6 +179,14 @@ mod tests {
         assert_eq!(rate_scope(&config, "git", "status"), RateScope::Upstream);
         assert_eq!(rate_scope(&config, "time", "now"), RateScope::Default);
         assert_eq!(rate_scope(&config, "gone", "x"), RateScope::Default);
+        // Other methods: the upstream's rate, never a tool's.
+        let alice = principal(&[]);
+        let (scope, key) = method_rate(&config, &alice, "git", "completion/complete");
+        assert_eq!(scope, RateScope::Upstream);
+        assert_eq!(key.1, "git completion/complete");
+        assert_ne!(key, rate_key(&alice, "git__push"));
+        let (scope, _) = method_rate(&config, &alice, "time", "prompts/get");
+        assert_eq!(scope, RateScope::Default);
     }
 
     #[test]

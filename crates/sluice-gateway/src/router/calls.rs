@@ -49,18 +49,15 @@ impl Gateway {
         if admit::counts_against_rate(resumed) {
             let scope = admit::rate_scope(config, &route.upstream, &route.name);
             let key = admit::rate_key(&ctx.principal, &exposed);
-            if let Err(wait) = snap
-                .live
-                .rate_limits
-                .check(scope, &route.upstream, &route.name, key)
-                .await
-            {
-                tracing::debug!(principal = %ctx.principal.name, tool = %exposed, "rate limited");
-                return Err(Denied::RateLimited {
-                    tool: exposed,
-                    retry_after: wait,
-                });
-            }
+            spend_rate(
+                ctx,
+                snap,
+                scope,
+                (&route.upstream, &route.name),
+                key,
+                &exposed,
+            )
+            .await?;
         }
         let boundary = answer::tool_boundary(
             config,
@@ -95,7 +92,8 @@ impl Gateway {
         let (exposed, route) = self.route_named(ctx, snap, ListKind::Prompts, &params)?;
         let upstream = snap.upstream(&route.upstream)?;
         ctx.trail.routed(&route.upstream, Some(&exposed));
-        self.admit_upstream(ctx, snap, &route.upstream)?;
+        self.admit_upstream(ctx, snap, &route.upstream, Method::GetPrompt)
+            .await?;
         let boundary = answer::boundary(
             &snap.live.config,
             &upstream.config,
@@ -147,23 +145,59 @@ impl Gateway {
     }
 
     /// A prompt, resource or completion request's admission: the scopes
-    /// `[[auth.require]]` asks for every use of `upstream`.
-    pub(super) fn admit_upstream(
+    /// `[[auth.require]]` asks for every use of `upstream`, then the
+    /// caller's allowance for `method` on it.
+    pub(super) async fn admit_upstream(
         &self,
         ctx: &RequestCtx,
         snap: &Snapshot,
         upstream: &str,
+        method: Method,
     ) -> Result<(), Denied> {
-        let _policy = trace::policy_span().entered();
-        admit::scopes(
-            ctx.scoped,
-            &snap.live.config.auth.require,
-            &ctx.principal,
-            upstream,
-            None,
-            upstream,
-        )
-        .inspect_err(|denied| log_scope_refusal(ctx, upstream, denied))
+        {
+            let _policy = trace::policy_span().entered();
+            admit::scopes(
+                ctx.scoped,
+                &snap.live.config.auth.require,
+                &ctx.principal,
+                upstream,
+                None,
+                upstream,
+            )
+            .inspect_err(|denied| log_scope_refusal(ctx, upstream, denied))?;
+        }
+        let name = method.name().unwrap_or_default();
+        let (scope, key) = admit::method_rate(&snap.live.config, &ctx.principal, upstream, name);
+        spend_rate(ctx, snap, scope, (upstream, ""), key, name).await
+    }
+}
+
+/// Spends one of the caller's allowance under `scope` (`at` names the
+/// upstream and, for a tool's own rate, the tool); over it, the refusal
+/// names `target`, as the client named what it called.
+async fn spend_rate(
+    ctx: &RequestCtx,
+    snap: &Snapshot,
+    scope: admit::RateScope,
+    at: (&str, &str),
+    key: (String, String),
+    target: &str,
+) -> Result<(), Denied> {
+    let (upstream, tool) = at;
+    match snap
+        .live
+        .rate_limits
+        .check(scope, upstream, tool, key)
+        .await
+    {
+        Ok(()) => Ok(()),
+        Err(wait) => {
+            tracing::debug!(principal = %ctx.principal.name, target, "rate limited");
+            Err(Denied::RateLimited {
+                tool: target.to_owned(),
+                retry_after: wait,
+            })
+        }
     }
 }
 

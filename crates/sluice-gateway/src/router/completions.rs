@@ -38,7 +38,8 @@ impl Gateway {
         {
             *r = with_name(r, "name", prompt);
         }
-        self.admit_upstream(ctx, snap, upstream.name())?;
+        self.admit_upstream(ctx, snap, upstream.name(), Method::Complete)
+            .await?;
         let boundary = answer::boundary(
             &snap.live.config,
             &upstream.config,

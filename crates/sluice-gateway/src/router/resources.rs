@@ -26,7 +26,8 @@ impl Gateway {
         let uri = uri_of(&params)?;
         route::check_uri(uri)?;
         let upstream = self.resource_owner(ctx, snap, uri)?;
-        self.admit_upstream(ctx, snap, upstream.name())?;
+        self.admit_upstream(ctx, snap, upstream.name(), Method::ReadResource)
+            .await?;
         let boundary = answer::boundary(
             &snap.live.config,
             &upstream.config,
@@ -55,7 +56,8 @@ impl Gateway {
         let uri = uri_of(&params)?.to_owned();
         let session = route::subscription_session(Method::Subscribe, ctx.session.as_ref())?;
         let upstream = self.resource_owner(ctx, snap, &uri)?;
-        self.admit_upstream(ctx, snap, upstream.name())?;
+        self.admit_upstream(ctx, snap, upstream.name(), Method::Subscribe)
+            .await?;
         let name = upstream.name();
         let lock = self.hub.subscription_lock(name, &uri);
         let _ordered = lock.lock().await;
