@@ -4,8 +4,9 @@
 //!
 //! - the system directories ([`SYSTEM_DIRS`]) that exist, read-only;
 //! - a fresh `/dev` and `/proc`, and a private, empty `/tmp`;
-//! - its own files, read-only: the command and every argument that names
-//!   an existing file, each with its package directory ([`package_root`]);
+//! - its own files, read-only: the command, the interpreter its `#!` line
+//!   names ([`interpreter`]), and every argument that names an existing
+//!   file, each with its package directory ([`package_root`]);
 //! - the `read` paths read-only, the `write` paths writable;
 //! - its working directory, empty unless one of the above shows it.
 //!
@@ -102,6 +103,31 @@ pub fn package_root(file: &Path, home: Option<&Path>) -> PathBuf {
     };
     let too_wide = root.parent().is_none() || home.is_some_and(|home| home.starts_with(&root));
     if too_wide { file } else { root }
+}
+
+/// The interpreter a script's first line names.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Interpreter {
+    /// `#!/path/to/python`.
+    Path(PathBuf),
+    /// `#!/usr/bin/env python3`: found on `PATH`.
+    OnPath(String),
+}
+
+/// The interpreter of a file that starts with `first_line`, if it is a
+/// script.
+pub fn interpreter(first_line: &[u8]) -> Option<Interpreter> {
+    let line = first_line.strip_prefix(b"#!")?;
+    let line = String::from_utf8_lossy(line);
+    let mut words = line.split_whitespace();
+    let program = PathBuf::from(words.next()?);
+    if program.file_name().is_some_and(|n| n == "env") {
+        // `env -S python3 -u`: the first word that is not an option.
+        return words
+            .find(|w| !w.starts_with('-'))
+            .map(|w| Interpreter::OnPath(w.to_owned()));
+    }
+    Some(Interpreter::Path(program))
 }
 
 /// The arguments of `bwrap` that run `resolved.program` with `args` under
@@ -247,6 +273,22 @@ mod tests {
                 "/work/repo/.sluice/memory",
             )],
         }
+    }
+
+    #[test]
+    fn a_script_names_its_interpreter() {
+        assert_eq!(
+            interpreter(b"#!/work/main/.peers/venv/bin/python\n"),
+            Some(Interpreter::Path(
+                "/work/main/.peers/venv/bin/python".into()
+            ))
+        );
+        assert_eq!(
+            interpreter(b"#! /usr/bin/env -S node --no-warnings"),
+            Some(Interpreter::OnPath("node".into()))
+        );
+        assert_eq!(interpreter(b"\x7fELF\x02\x01"), None);
+        assert_eq!(interpreter(b"#!"), None);
     }
 
     #[test]

@@ -21,6 +21,7 @@
 
 mod connection;
 mod http;
+mod sandbox;
 mod stdio;
 mod wire;
 
@@ -165,10 +166,10 @@ impl Settings {
 impl Upstream {
     pub(crate) fn new(config: UpstreamConfig, stop: CancellationToken) -> Self {
         Upstream {
+            status: Mutex::new(UpstreamStatus::new(&config.transport)),
             config,
             stop,
             connection: RwLock::new(None),
-            status: Mutex::new(UpstreamStatus::default()),
         }
     }
 
@@ -620,6 +621,7 @@ async fn open_wire(
             env,
             cwd,
             rlimit,
+            sandbox,
         } => {
             let spec = stdio::ChildSpec {
                 command,
@@ -627,6 +629,7 @@ async fn open_wire(
                 env,
                 cwd: cwd.as_ref(),
                 rlimit,
+                sandbox,
             };
             let (wire, readers) = stdio::spawn(name, &spec)
                 .map_err(|e| format!("could not start {command:?}: {e}"))?;
