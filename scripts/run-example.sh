@@ -7,6 +7,7 @@
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 export PEERS="${PEERS:-$PWD/.peers}"
+export PWD  # the example's memory file is under ${PWD}
 scripts/test-peers.sh
 cargo build --release --locked --bin sluice
 mkdir -p .sluice/example-files .sluice/example-memory

@@ -704,7 +704,7 @@ async fn endless_stderr_without_newlines_is_not_buffered() {
         fixture_bin()
     );
     let config =
-        format!("[[upstream]]\nname = \"noisy\"\ncommand = \"sh\"\nargs = [\"-c\", {script:?}]\n");
+        format!("[[upstream]]\nname = \"noisy\"\ncommand = \"sh\"\nargs = [\"-c\", {script:?}]\nallow_dangerous = true\n");
     let mut s = StdioSluice::start(&config).await;
     s.initialize(json!({})).await;
     let r = s
