@@ -5,6 +5,8 @@
   outside anything it was given; sandboxed it can do none of these, writes only in its declared
   folder, runs in its own PID namespace, and still serves its tool. /health and the spawn log say
   which is which.
+* A sandbox that cannot be set up (a declared path missing, no bwrap on PATH) is the upstream's
+  start-up error, with the reason; the child is never started without it.
 * The example config (examples/sluice.toml, as it is) runs its four real servers sandboxed:
   server-everything, mcp-server-time, server-memory writing its file, server-filesystem limited
   to its folder.
@@ -18,6 +20,7 @@ import json
 import re
 import shutil
 import socket
+import time
 from pathlib import Path
 from typing import Any
 
@@ -25,7 +28,7 @@ import anyio
 import pytest
 
 import harness as H
-from conftest import toml_inline_table, toml_str
+from conftest import SluiceServer, toml_inline_table, toml_str
 
 PROBE = Path(__file__).resolve().parent / "sandbox_probe.py"
 SECRET = "PRIVATE-KEY-3f9a1c7e-never-to-leave-home"
@@ -165,3 +168,50 @@ def test_the_example_runs_its_real_servers_sandboxed(
     # Every child was started under bwrap.
     spawned = [line for line in (tmp_path / "sluice.log").read_text().splitlines() if "spawned upstream" in line]
     assert spawned and all(re.search(r"sandbox=bwrap \(network off", line) for line in spawned), spawned
+
+
+def first_error(srv: SluiceServer, name: str) -> str:
+    deadline = time.monotonic() + H.READY_TIMEOUT
+    while time.monotonic() < deadline:
+        error = srv.health()["upstreams"][name].get("last_error")
+        if error:
+            return str(error)
+        time.sleep(0.1)
+    raise AssertionError(f"{name} never failed\n{srv.stderr_tail()}")
+
+
+def test_a_sandbox_that_cannot_be_set_up_fails_the_start(tmp_path: Path, peers: Path, sluice_bin: Path) -> None:
+    missing = tmp_path / "not-there"
+    config = tmp_path / "sluice.toml"
+    config.write_text(
+        "\n".join(
+            [
+                "[sandbox]",
+                "enabled = true",
+                "[[upstream]]",
+                'name = "probe"',
+                f"command = {toml_str(str(H.VENV / 'bin' / 'python'))}",
+                f"args = [{toml_str(str(PROBE))}]",
+                f"sandbox = {{ write = [{toml_str(str(missing))}] }}",
+            ]
+        )
+        + "\n",
+        encoding="utf-8",
+    )
+    for env, says in (
+        ({}, f"sandbox: write path {str(missing)!r} cannot be shown: No such file or directory".replace("'", '"')),
+        (
+            {"PATH": str(tmp_path)},
+            "the sandbox needs bwrap, which is not on PATH (install bubblewrap, or turn the sandbox off",
+        ),
+    ):
+        log = tmp_path / f"sluice-{len(env)}.log"
+        srv = SluiceServer(["serve", "--config", str(config), "--listen", "127.0.0.1:0"], log, env=env)
+        try:
+            srv.start()
+            error = first_error(srv, "probe")
+        finally:
+            srv.stop()
+        assert says in error, error
+        # Nothing was started, sandboxed or not.
+        assert "spawned upstream" not in log.read_text(encoding="utf-8")
