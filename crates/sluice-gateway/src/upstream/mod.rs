@@ -19,6 +19,7 @@
 //! - `wire`: the seam between a connection and its transport;
 //! - `stdio`, `http`: the two transports, which only move bytes.
 
+mod child;
 mod connection;
 mod http;
 mod sandbox;
@@ -623,7 +624,7 @@ async fn open_wire(
             rlimit,
             sandbox,
         } => {
-            let spec = stdio::ChildSpec {
+            let spec = child::ChildSpec {
                 command,
                 args,
                 env,

@@ -6,14 +6,14 @@
 //! upstream fails to start with, never a start without the sandbox.
 
 use std::ffi::OsString;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use sluice_core::sandbox::SandboxPolicy;
+
+use super::child::ChildSpec;
 use sluice_core::sandbox::bwrap::{
     Interpreter, Located, Resolved, SYSTEM_DIRS, command_line, interpreter,
 };
-
-use super::stdio::ChildSpec;
 
 /// Why a sandbox could not be set up.
 #[derive(Debug, thiserror::Error)]
@@ -108,7 +108,7 @@ pub(crate) fn bwrap(
 }
 
 /// The first bytes of `file`, up to its first newline, when it can be read.
-fn first_line(file: &std::path::Path) -> Option<Vec<u8>> {
+fn first_line(file: &Path) -> Option<Vec<u8>> {
     use std::io::Read;
     let mut head = [0u8; 256];
     let n = std::fs::File::open(file).ok()?.read(&mut head).ok()?;

@@ -10,8 +10,6 @@
 //! the rest is read and discarded up to its newline, and that request fails
 //! as too large (the router answers it); the connection goes on.
 
-use std::collections::BTreeMap;
-use std::path::PathBuf;
 use std::process::Stdio;
 use std::sync::Arc;
 use std::time::Duration;
@@ -32,6 +30,7 @@ use tokio::process::{ChildStderr, ChildStdin, ChildStdout};
 use tokio::sync::{Mutex, mpsc};
 use tokio_util::codec::{AnyDelimiterCodec, AnyDelimiterCodecError, Decoder, FramedRead};
 
+use super::child::ChildSpec;
 use super::wire::{Inbound, Outgoing, Wire};
 use crate::pending::Answer;
 
@@ -51,16 +50,6 @@ pub(crate) struct StdioWire {
     name: Arc<str>,
     lines: mpsc::Sender<Vec<u8>>,
     child: Mutex<Box<dyn ChildWrapper>>,
-}
-
-/// How to start the child.
-pub(crate) struct ChildSpec<'a> {
-    pub(crate) command: &'a str,
-    pub(crate) args: &'a [String],
-    pub(crate) env: &'a BTreeMap<String, String>,
-    pub(crate) cwd: Option<&'a PathBuf>,
-    pub(crate) rlimit: &'a Rlimits,
-    pub(crate) sandbox: &'a Sandboxing,
 }
 
 /// The child's output streams, before their reader tasks start.
