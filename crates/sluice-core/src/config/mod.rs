@@ -218,6 +218,6 @@ fn validate(
 }
 
 #[cfg(test)]
-mod testing;
+pub(crate) mod testing;
 #[cfg(test)]
 mod tests;

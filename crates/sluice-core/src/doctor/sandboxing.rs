@@ -74,17 +74,9 @@ pub fn judge(config: &Config) -> Finding {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::config::Source;
 
     fn config(text: &str) -> Config {
-        Config::from_toml(
-            Source {
-                name: "sluice.toml",
-                text,
-            },
-            &|_| None,
-        )
-        .expect("valid")
+        crate::config::testing::parse(text).expect("valid")
     }
 
     #[test]

