@@ -95,8 +95,9 @@ impl Mount {
 /// The directory a file belongs with: the one holding its outermost
 /// `node_modules` (a node package and its dependencies), else the one
 /// above its `bin` (a prefix or a Python virtual environment), else its
-/// own. Never `/`, the home directory or one above it: then the file
-/// alone.
+/// own. Never `/`, the home directory, one above it or one just inside it
+/// (`~/.config`, `~/.local`: what they hold is the user's, not the
+/// server's): then the file alone.
 pub fn package_root(file: &Path, home: Option<&Path>) -> PathBuf {
     let file = normalized(file);
     let components: Vec<Component<'_>> = file.components().collect();
@@ -115,7 +116,8 @@ pub fn package_root(file: &Path, home: Option<&Path>) -> PathBuf {
             }
         }
     };
-    let too_wide = root.parent().is_none() || home.is_some_and(|home| home.starts_with(&root));
+    let too_wide = root.parent().is_none()
+        || home.is_some_and(|home| home.starts_with(&root) || root.parent() == Some(home));
     if too_wide { file } else { root }
 }
 
@@ -315,6 +317,22 @@ mod tests {
             PathBuf::from("/home/ada/bin/srv")
         );
         assert_eq!(root("/home/x"), PathBuf::from("/home/x"));
+        assert_eq!(
+            root("/home/ada/.local/bin/uvx"),
+            PathBuf::from("/home/ada/.local/bin/uvx")
+        );
+        assert_eq!(
+            root("/home/ada/.config/app.json"),
+            PathBuf::from("/home/ada/.config/app.json")
+        );
+        assert_eq!(
+            root("/home/ada/.pyenv/versions/3.11.7/bin/python3.11"),
+            PathBuf::from("/home/ada/.pyenv/versions/3.11.7")
+        );
+        assert_eq!(
+            root("/home/ada/projects/server/index.js"),
+            PathBuf::from("/home/ada/projects/server")
+        );
         assert_eq!(root("/srv"), PathBuf::from("/srv"));
     }
 
