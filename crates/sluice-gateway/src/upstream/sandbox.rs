@@ -9,11 +9,11 @@ use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 
 use sluice_core::sandbox::SandboxPolicy;
-
-use super::child::ChildSpec;
 use sluice_core::sandbox::bwrap::{
     Interpreter, Located, Resolved, SYSTEM_DIRS, command_line, interpreter,
 };
+
+use super::child::ChildSpec;
 
 /// Why a sandbox could not be set up.
 #[derive(Debug, thiserror::Error)]
@@ -72,7 +72,7 @@ pub(crate) fn bwrap(
     let mut script = program.clone();
     for _ in 0..4 {
         let next = match first_line(&script).as_deref().and_then(interpreter) {
-            Some(Interpreter::Path(path)) => path,
+            Some(Interpreter::Path(path)) => cwd.join(path),
             Some(Interpreter::OnPath(name)) => find(&name)?,
             None => break,
         };

@@ -3,8 +3,8 @@
 //! The child starts with a cleared environment plus `PATH`, `HOME` and what
 //! the config grants (SECURITY.md, S-21), in its own process group so that
 //! its descendants end with it; sandboxed, it runs under `bwrap`
-//! (`super::sandbox`). Every spawn is logged, with its sandbox. Its stderr goes to
-//! sluice's log under the upstream's name. A line on stdout that is not
+//! (`super::sandbox`). Every spawn is logged, with its sandbox. Its stderr
+//! goes to sluice's log under the upstream's name. A line on stdout that is not
 //! JSON-RPC is logged and skipped. A line longer than the transport ceiling
 //! is not buffered: its first bytes are kept to find the request it answers,
 //! the rest is read and discarded up to its newline, and that request fails
