@@ -7,8 +7,9 @@
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 export PEERS="${PEERS:-$PWD/.peers}"
+export PWD  # the example's memory file is under ${PWD}
 scripts/test-peers.sh
 cargo build --release --locked --bin sluice
-mkdir -p .sluice/example-files
+mkdir -p .sluice/example-files .sluice/example-memory
 [ -f .sluice/example-files/hello.txt ] || echo "hello from sluice's example" > .sluice/example-files/hello.txt
 exec target/release/sluice serve --config examples/sluice.toml "$@"

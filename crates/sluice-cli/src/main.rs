@@ -83,7 +83,8 @@ enum Command {
     /// `sluice doctor -- COMMAND ARGS...` starts a stdio server;
     /// `sluice doctor URL` reaches a Streamable HTTP one. Only tools
     /// annotated readOnlyHint: true are called, with arguments made from
-    /// their input schema.
+    /// their input schema. `sluice doctor --config FILE` judges sluice's
+    /// own configuration instead (S-21: its stdio upstreams sandboxed).
     Doctor(DoctorArgs),
     /// Read the audit log, newest first, a page at a time: one row per
     /// decision (exit 64 for a bad filter or cursor).
@@ -130,9 +131,12 @@ struct DoctorArgs {
     #[arg(long, value_name = "BYTES", default_value_t = sluice_core::boundary::budget::DEFAULT_READ_BUDGET,
           value_parser = parse_budget_arg)]
     read_budget: usize,
+    /// Judge this sluice.toml (S-21), not a server.
+    #[arg(long, value_name = "FILE", conflicts_with = "target")]
+    config: Option<PathBuf>,
     /// A URL (http:// or https://), or after `--`, a command and its arguments.
     #[arg(
-        required = true,
+        required_unless_present = "config",
         trailing_var_arg = true,
         allow_hyphen_values = true,
         value_name = "URL | COMMAND ARGS"
@@ -434,6 +438,19 @@ fn read_config(path: &Path, is_json: bool) -> Result<Config, Vec<String>> {
 /// `sluice doctor`: examine, print, exit with the verdict.
 fn doctor(args: DoctorArgs) -> anyhow::Result<ExitCode> {
     use sluice_gateway::doctor::{Options, Target, examine};
+    if let Some(path) = &args.config {
+        let config = match read_config(path, false) {
+            Ok(config) => config,
+            Err(problems) => {
+                for p in &problems {
+                    eprintln!("{p}");
+                }
+                return Ok(ExitCode::from(EXIT_CONFIG));
+            }
+        };
+        let report = sluice_core::doctor::sandboxing::report(path.display().to_string(), &config);
+        return print_report(&args, &report);
+    }
     let target = match args.target.as_slice() {
         [url] if url.starts_with("http://") || url.starts_with("https://") => {
             Target::Http { url: url.clone() }
@@ -475,6 +492,14 @@ fn doctor(args: DoctorArgs) -> anyhow::Result<ExitCode> {
         budget: args.budget,
     };
     let report = runtime()?.block_on(examine(&options));
+    print_report(&args, &report)
+}
+
+/// Prints `report` as `args` ask, and exits with its verdict.
+fn print_report(
+    args: &DoctorArgs,
+    report: &sluice_core::doctor::Report,
+) -> anyhow::Result<ExitCode> {
     if args.json {
         println!("{}", serde_json::to_string_pretty(&report.to_json())?);
     } else {

@@ -115,7 +115,7 @@ async fn sigterm_ends_every_child_even_one_that_ignores_eof() {
         fixture_bin()
     );
     let config = format!(
-        "[server]\nshutdown_grace = \"1s\"\nstartup_timeout = \"2s\"\n[[upstream]]\nname = \"stubborn\"\ncommand = \"sh\"\nargs = [\"-c\", {script:?}]\n"
+        "[server]\nshutdown_grace = \"1s\"\nstartup_timeout = \"2s\"\n[[upstream]]\nname = \"stubborn\"\ncommand = \"sh\"\nargs = [\"-c\", {script:?}]\nallow_dangerous = true\n"
     );
     let s = HttpSluice::start(&config).await;
     let mut pid = String::new();
@@ -161,7 +161,7 @@ async fn children_get_only_the_configured_environment_and_limits_and_their_stder
         fixture_bin()
     );
     let config = format!(
-        "[[upstream]]\nname = \"envy\"\ncommand = \"sh\"\nargs = [\"-c\", {script:?}]\nenv = {{ GRANTED = \"granted-value-7\" }}\nrlimit = {{ open_files = 77, cpu_seconds = 3600 }}\n"
+        "[[upstream]]\nname = \"envy\"\ncommand = \"sh\"\nargs = [\"-c\", {script:?}]\nallow_dangerous = true\nenv = {{ GRANTED = \"granted-value-7\" }}\nrlimit = {{ open_files = 77, cpu_seconds = 3600 }}\n"
     );
     let (_cfg_dir, path) = write_config(&config);
     let mut child = tokio::process::Command::new(sluice_bin())
@@ -251,7 +251,7 @@ async fn a_child_that_never_finishes_its_handshake_is_ended_before_the_next_try(
         fixture_bin()
     );
     let config = format!(
-        "[server]\nstartup_timeout = \"1s\"\nshutdown_grace = \"1s\"\n[[upstream]]\nname = \"stuck\"\ncommand = \"sh\"\nargs = [\"-c\", {script:?}]\n"
+        "[server]\nstartup_timeout = \"1s\"\nshutdown_grace = \"1s\"\n[[upstream]]\nname = \"stuck\"\ncommand = \"sh\"\nargs = [\"-c\", {script:?}]\nallow_dangerous = true\n"
     );
     let s = HttpSluice::start(&config).await;
     // Several attempts (1 s each, backoff 250 ms, 500 ms, 1 s, ...).

@@ -703,8 +703,9 @@ async fn endless_stderr_without_newlines_is_not_buffered() {
         "head -c 64000000 /dev/zero | tr '\\0' x >&2; exec {}",
         fixture_bin()
     );
-    let config =
-        format!("[[upstream]]\nname = \"noisy\"\ncommand = \"sh\"\nargs = [\"-c\", {script:?}]\n");
+    let config = format!(
+        "[[upstream]]\nname = \"noisy\"\ncommand = \"sh\"\nargs = [\"-c\", {script:?}]\nallow_dangerous = true\n"
+    );
     let mut s = StdioSluice::start(&config).await;
     s.initialize(json!({})).await;
     let r = s

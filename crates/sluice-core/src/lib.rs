@@ -53,6 +53,8 @@
 //!   session to any replica sharing the secret.
 //! - [`request_state`]: the sealed `requestState` that lets a 2026-07-28
 //!   client answer a legacy upstream's mid-call questions (MRTR bridging).
+//! - [`sandbox`]: how a stdio upstream is contained (S-21): its bwrap
+//!   command line, and the commands refused unless allowed.
 //!
 //! # Example: a two-page walk
 //!
@@ -91,6 +93,7 @@ pub mod policy;
 pub mod progressive;
 pub mod protocol;
 pub mod request_state;
+pub mod sandbox;
 pub mod seal;
 pub mod session_token;
 pub mod trace_context;

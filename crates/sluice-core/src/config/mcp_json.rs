@@ -13,6 +13,7 @@ use super::diagnostics::{Diagnostic, Diagnostics, Source};
 use super::security::Rlimits;
 use super::upstream::{UpstreamConfig, UpstreamTransport, check_url};
 use crate::naming;
+use crate::sandbox::{Sandboxing, dangerous};
 
 /// The upstreams of an `mcp.json` text, in file order, or every problem.
 pub(super) fn upstreams(
@@ -107,7 +108,7 @@ fn transport(
 ) -> Option<UpstreamTransport> {
     match (entry.get("command"), entry.get("url")) {
         (Some(Value::String(command)), None) => {
-            let args = entry
+            let args: Vec<String> = entry
                 .get("args")
                 .and_then(Value::as_array)
                 .map(|a| {
@@ -118,12 +119,23 @@ fn transport(
                 })
                 .unwrap_or_default();
             let env_map = expanded(key, "env", entry, env, diags);
+            // mcp.json cannot say `allow_dangerous`: such a server needs
+            // sluice.toml.
+            if let Some(danger) = dangerous::classify(command, &args) {
+                diags.push(
+                    None,
+                    &format!("{key}.command"),
+                    format!("{danger}; refused from mcp.json (sluice.toml can allow it with `allow_dangerous = true`)"),
+                );
+                return None;
+            }
             Some(UpstreamTransport::Stdio {
                 command: command.clone(),
                 args,
                 env: env_map,
                 cwd: entry.get("cwd").and_then(Value::as_str).map(PathBuf::from),
                 rlimit: Rlimits::default(),
+                sandbox: Sandboxing::None,
             })
         }
         (None, Some(Value::String(url))) => {

@@ -32,6 +32,8 @@
 //!   `[policy] sensitive_elicitation`, and each upstream's rates and
 //!   `rlimit`.
 //! - `ops`: `[metrics]` and `[telemetry]`.
+//! - `sandbox`: `[sandbox]`, each stdio upstream's `sandbox` over it, and
+//!   `allow_dangerous` (what a sandbox shows is [`crate::sandbox`]'s).
 //! - `mcp_json`: the `mcp.json` import ([`Config::from_mcp_json`]).
 //! - [`reload`]: what a reload changes, and what waits for a restart.
 
@@ -44,6 +46,7 @@ mod mcp_json;
 mod ops;
 mod raw;
 pub mod reload;
+mod sandbox;
 mod security;
 mod server;
 mod state;
@@ -57,6 +60,7 @@ pub use boundary::{
 pub use catalog::{CatalogConfig, CatalogMode};
 pub use diagnostics::{Diagnostic, Source};
 pub use ops::{MetricsConfig, TelemetryConfig};
+pub use sandbox::SandboxConfig;
 pub use security::{
     AllowedOrigin, AuthConfig, AuthMode, BearerToken, DEFAULT_RATE, IssuerConfig, MIN_TOKEN_CHARS,
     OAuthConfig, Rate, RateLimitBackend, RateLimitConfig, Rlimits, ScopeRequirement,
@@ -97,6 +101,9 @@ pub struct Config {
     pub metrics: MetricsConfig,
     /// `[telemetry]`.
     pub telemetry: TelemetryConfig,
+    /// `[sandbox]`: the default of every stdio upstream (each upstream's
+    /// merged setting is in its transport).
+    pub sandbox: SandboxConfig,
 }
 
 impl Config {
@@ -145,6 +152,7 @@ impl Config {
             sensitive_elicitation: SensitiveElicitation::Refuse,
             metrics: MetricsConfig::default(),
             telemetry: TelemetryConfig::default(),
+            sandbox: SandboxConfig::default(),
         })
     }
 
@@ -169,9 +177,11 @@ fn validate(
     diags: &mut Diagnostics<'_>,
 ) -> Option<Config> {
     let server = server::validate_server(&raw.server, diags);
+    let sandbox = sandbox::validate_sandbox(&raw.sandbox, env, diags);
+    let default_sandbox = sandbox.clone().unwrap_or_default();
     let mut upstreams = Vec::new();
     for (i, up) in raw.upstream.iter().enumerate() {
-        if let Some(up) = upstream::validate_upstream(i, up, env, diags) {
+        if let Some(up) = upstream::validate_upstream(i, up, &default_sandbox, env, diags) {
             upstreams.push(up);
         }
     }
@@ -203,10 +213,11 @@ fn validate(
         sensitive_elicitation: sensitive_elicitation?,
         metrics: metrics?,
         telemetry: telemetry?,
+        sandbox: sandbox?,
     })
 }
 
 #[cfg(test)]
-mod testing;
+pub(crate) mod testing;
 #[cfg(test)]
 mod tests;
