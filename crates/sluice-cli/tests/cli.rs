@@ -38,7 +38,7 @@ fn config_check_lists_every_problem_and_exits_78() {
     assert_eq!(lines.len(), 5, "{err}");
     let expected = [
         format!("{p}:3:10: server.listen: \"nowhere\" is not an IP:port address"),
-        format!("{p}:2:19: server.request_timeout: \"0s\" is out of range: must be 1s to 3600s"),
+        format!("{p}:2:19: server.request_timeout: \"0s\" is out of range (allowed: 1s to 3600s"),
         format!("{p}:6:8: upstream[0].name: \"Bad\": must be 1 to 64 characters from [a-z0-9_-]"),
         format!(
             "{p}:12:17: upstream[1].headers.A: refers to ${{SLUICE_TEST_SURELY_UNSET}}, which is not set"
@@ -61,7 +61,14 @@ fn unknown_keys_and_missing_files_are_configuration_errors() {
     let (_dir, path) = write_config("[server]\nlisen = \"127.0.0.1:1\"\n");
     let out = sluice(&["config", "check", "--config", path.to_str().unwrap()]);
     assert_eq!(out.status.code(), Some(78));
-    assert!(String::from_utf8_lossy(&out.stderr).contains("unknown field `lisen`"));
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains(&format!(
+            "{}:2:1: server.lisen: unknown key; did you mean `listen`? (allowed: listen,",
+            path.display()
+        )),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let out = sluice(&["config", "check", "--config", "/nonexistent/sluice.toml"]);
     assert_eq!(out.status.code(), Some(78));
     assert!(String::from_utf8_lossy(&out.stderr).contains("cannot read the configuration"));

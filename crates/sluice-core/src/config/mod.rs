@@ -15,6 +15,8 @@
 //! section are together in `raw`). Every public item is re-exported here.
 //!
 //! - `raw`: every key `sluice.toml` accepts, as serde reads it, unchecked.
+//! - `structure`: the text into `raw`'s form, with every unknown key, wrong
+//!   type and missing key reported in one pass.
 //! - `diagnostics`: [`Diagnostic`] and [`Source`], and the collector that
 //!   places each problem and reads the kinds of value all sections share.
 //! - `values`: the value syntaxes: `${VAR}` ([`expand_env`]) and durations
@@ -47,6 +49,7 @@ pub mod reload;
 mod security;
 mod server;
 mod state;
+mod structure;
 mod upstream;
 mod values;
 
@@ -107,14 +110,8 @@ impl Config {
         env: &dyn Fn(&str) -> Option<String>,
     ) -> Result<Config, Vec<Diagnostic>> {
         let mut diags = Diagnostics::new(source);
-        let raw: RawConfig = match toml::from_str(source.text) {
-            Ok(raw) => raw,
-            Err(e) => {
-                // serde stops at the first structural problem (unknown key,
-                // wrong type); report it with its position.
-                diags.push(e.span(), "", e.message().trim().to_owned());
-                return Err(diags.list);
-            }
+        let Some(raw) = structure::read(source.text, &mut diags) else {
+            return Err(diags.list);
         };
         match validate(&raw, env, &mut diags) {
             Some(config) if diags.list.is_empty() => Ok(config),
