@@ -246,11 +246,7 @@ fn run(cli: Cli, log_level: &str) -> anyhow::Result<ExitCode> {
         Command::Config {
             command: ConfigCommand::Check { source },
         } => Ok(match load(&source) {
-            Ok(config) => {
-                let names: Vec<&str> = config.upstreams.iter().map(|u| u.name.as_str()).collect();
-                println!("ok: {} upstream(s): {}", names.len(), names.join(", "));
-                ExitCode::SUCCESS
-            }
+            Ok(config) => config_check(&config, source.path()),
             Err(code) => code,
         }),
         Command::Doctor(args) => doctor(args),
@@ -377,6 +373,29 @@ fn run(cli: Cli, log_level: &str) -> anyhow::Result<ExitCode> {
 
 fn runtime() -> anyhow::Result<tokio::runtime::Runtime> {
     tokio::runtime::Runtime::new().context("starting the async runtime")
+}
+
+/// `sluice config check` of a config that loads: what [`config::preflight`]
+/// finds (host names resolved here), or the upstreams it names.
+fn config_check(config: &Config, path: &Path) -> ExitCode {
+    use std::net::ToSocketAddrs;
+    let resolve = |host: &str, port: u16| {
+        (host, port)
+            .to_socket_addrs()
+            .map(|addrs| addrs.map(|a| a.ip()).collect())
+            .unwrap_or_default()
+    };
+    let problems = config::preflight(config, &path.display().to_string(), &resolve);
+    if !problems.is_empty() {
+        for p in &problems {
+            eprintln!("{p}");
+        }
+        eprintln!("sluice: {} configuration problem(s)", problems.len());
+        return ExitCode::from(EXIT_CONFIG);
+    }
+    let names: Vec<&str> = config.upstreams.iter().map(|u| u.name.as_str()).collect();
+    println!("ok: {} upstream(s): {}", names.len(), names.join(", "));
+    ExitCode::SUCCESS
 }
 
 /// Loads and validates the config; on failure prints every problem and

@@ -57,6 +57,31 @@ fn config_check_lists_every_problem_and_exits_78() {
 }
 
 #[test]
+fn config_check_refuses_a_config_that_would_serve_nothing_or_reach_nothing() {
+    let (_dir, path) = write_config("[server]\nrequest_timeout = \"5s\"\n");
+    let p = path.to_str().unwrap();
+    let out = sluice(&["config", "check", "--config", p]);
+    assert_eq!(out.status.code(), Some(78));
+    assert_eq!(
+        String::from_utf8_lossy(&out.stderr),
+        format!(
+            "{p}: upstream: no upstream is configured, so sluice would serve nothing: add an [[upstream]] with `command` (a stdio server) or `url` (a Streamable HTTP server), as in examples/sluice.toml\nsluice: 1 configuration problem(s)\n"
+        )
+    );
+    let (_dir, path) =
+        write_config("[[upstream]]\nname = \"local\"\nurl = \"http://127.0.0.1:3000/mcp\"\n");
+    let p = path.to_str().unwrap();
+    let out = sluice(&["config", "check", "--config", p]);
+    assert_eq!(out.status.code(), Some(78));
+    assert_eq!(
+        String::from_utf8_lossy(&out.stderr),
+        format!(
+            "{p}: upstream[0].url: (\"local\") outbound request to 127.0.0.1 refused: address 127.0.0.1 is in 127.0.0.0/8 (loopback); set allow_private = true on this upstream (or issuer) if it is meant to be private\nsluice: 1 configuration problem(s)\n"
+        )
+    );
+}
+
+#[test]
 fn unknown_keys_and_missing_files_are_configuration_errors() {
     let (_dir, path) = write_config("[server]\nlisen = \"127.0.0.1:1\"\n");
     let out = sluice(&["config", "check", "--config", path.to_str().unwrap()]);
@@ -93,7 +118,7 @@ fn mcp_json_files_are_accepted() {
     let path = dir.path().join("mcp.json");
     let doc = json!({"mcpServers": {
         "My Fixture": {"command": fixture_bin(), "args": ["--era", "legacy"]},
-        "remote": {"url": "http://127.0.0.1:9/mcp"},
+        "remote": {"url": "http://127.0.0.1:9/mcp", "allowPrivate": true},
         "off": {"command": "nothing", "disabled": true}
     }});
     std::fs::write(&path, doc.to_string()).unwrap();

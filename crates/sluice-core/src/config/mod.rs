@@ -35,6 +35,9 @@
 //!   `rlimit`.
 //! - `ops`: `[metrics]` and `[telemetry]`.
 //! - `mcp_json`: the `mcp.json` import ([`Config::from_mcp_json`]).
+//! - `preflight`: what `sluice config check` refuses in a config that
+//!   loads: one that serves nothing, a private upstream URL without
+//!   `allow_private` ([`preflight`]).
 //! - [`reload`]: what a reload changes, and what waits for a restart.
 
 use crate::naming;
@@ -44,6 +47,7 @@ mod catalog;
 mod diagnostics;
 mod mcp_json;
 mod ops;
+mod preflight;
 mod raw;
 pub mod reload;
 mod security;
@@ -60,6 +64,7 @@ pub use boundary::{
 pub use catalog::{CatalogConfig, CatalogMode};
 pub use diagnostics::{Diagnostic, Source};
 pub use ops::{MetricsConfig, TelemetryConfig};
+pub use preflight::preflight;
 pub use security::{
     AllowedOrigin, AuthConfig, AuthMode, BearerToken, DEFAULT_RATE, IssuerConfig, MIN_TOKEN_CHARS,
     OAuthConfig, Rate, RateLimitBackend, RateLimitConfig, Rlimits, ScopeRequirement,
