@@ -38,10 +38,34 @@ const DEFAULT_CONFIG: &str = "sluice.toml";
 /// sluice: an MCP gateway that makes what flows through it complete,
 /// bounded and honest.
 #[derive(Parser)]
-#[command(name = "sluice", version, about)]
+#[command(name = "sluice", version)]
 struct Cli {
+    /// Colour in the log: auto (on a terminal, unless NO_COLOR is set),
+    /// always or never.
+    #[arg(long, global = true, value_enum, default_value_t = Color::Auto)]
+    color: Color,
     #[command(subcommand)]
     command: Command,
+}
+
+/// `--color`.
+#[derive(Clone, Copy, PartialEq, Eq, Debug, clap::ValueEnum)]
+enum Color {
+    Auto,
+    Always,
+    Never,
+}
+
+impl Color {
+    /// Whether the log gets ANSI colours: `auto` only on a terminal and when
+    /// `NO_COLOR` is unset or empty (no-color.org: a flag overrides it).
+    fn ansi(self, no_color: Option<&std::ffi::OsStr>, terminal: bool) -> bool {
+        match self {
+            Color::Always => true,
+            Color::Never => false,
+            Color::Auto => terminal && no_color.is_none_or(|v| v.is_empty()),
+        }
+    }
 }
 
 #[derive(Subcommand)]
@@ -49,7 +73,7 @@ enum Command {
     /// Run the gateway: Streamable HTTP at http://LISTEN/mcp, or stdio.
     Serve {
         #[command(flatten)]
-        source: ConfigArgs,
+        source: PinnedConfigArgs,
         /// Serve one client on stdin/stdout instead of HTTP.
         #[arg(long)]
         stdio: bool,
@@ -62,7 +86,7 @@ enum Command {
     /// for an upstream whose read did not finish).
     Lock {
         #[command(flatten)]
-        source: ConfigArgs,
+        source: PinnedConfigArgs,
         /// Lock only this upstream (repeatable); the others keep their
         /// approval.
         #[arg(long = "upstream", value_name = "NAME")]
@@ -72,7 +96,7 @@ enum Command {
     /// 1 drifted (the diff is printed), 2 not established.
     Check {
         #[command(flatten)]
-        source: ConfigArgs,
+        source: PinnedConfigArgs,
         /// Print the verdicts as one JSON object.
         #[arg(long)]
         json: bool,
@@ -172,15 +196,29 @@ struct ConfigArgs {
     /// Use a Claude Desktop / Cursor / VS Code mcp.json instead.
     #[arg(long, value_name = "FILE")]
     mcp_json: Option<PathBuf>,
+}
+
+impl ConfigArgs {
+    fn path(&self) -> &Path {
+        self.mcp_json.as_deref().unwrap_or(&self.config)
+    }
+}
+
+/// The configuration and its lockfile: for the commands that read or
+/// write the lockfile (`serve`, `lock`, `check`).
+#[derive(clap::Args)]
+struct PinnedConfigArgs {
+    #[command(flatten)]
+    file: ConfigArgs,
     /// The lockfile (default: `[catalog] lockfile`, relative to the
     /// config file's directory).
     #[arg(long, value_name = "FILE")]
     lockfile: Option<PathBuf>,
 }
 
-impl ConfigArgs {
+impl PinnedConfigArgs {
     fn path(&self) -> &Path {
-        self.mcp_json.as_deref().unwrap_or(&self.config)
+        self.file.path()
     }
 
     fn lockfile(&self, config: &Config) -> PathBuf {
@@ -209,7 +247,17 @@ fn main() -> ExitCode {
         }
         _ => "info",
     };
-    match run(cli, default_level) {
+    let ansi = cli.color.ansi(
+        std::env::var_os("NO_COLOR").as_deref(),
+        std::io::stderr().is_terminal(),
+    );
+    match run(
+        cli,
+        Logging {
+            default_level,
+            ansi,
+        },
+    ) {
         Ok(code) => code,
         Err(e) => {
             eprintln!("sluice: error: {e:#}");
@@ -218,29 +266,37 @@ fn main() -> ExitCode {
     }
 }
 
-/// Logs to stderr at `SLUICE_LOG` (default `level`); spans also go to
-/// `traces` when given (`serve` with `[telemetry]`).
-fn init_logging(level: &str, traces: Option<telemetry::TraceLayer>) {
+/// How the log is written: its level unless `SLUICE_LOG` says otherwise,
+/// and whether in colour.
+#[derive(Clone, Copy)]
+struct Logging {
+    default_level: &'static str,
+    ansi: bool,
+}
+
+/// Logs to stderr at `SLUICE_LOG` (default `logging.default_level`); spans
+/// also go to `traces` when given (`serve` with `[telemetry]`).
+fn init_logging(logging: Logging, traces: Option<telemetry::TraceLayer>) {
     // The log level filters the log only: traces keep sluice's spans
     // whatever `SLUICE_LOG` says.
-    let log_filter =
-        EnvFilter::try_from_env("SLUICE_LOG").unwrap_or_else(|_| EnvFilter::new(level));
+    let log_filter = EnvFilter::try_from_env("SLUICE_LOG")
+        .unwrap_or_else(|_| EnvFilter::new(logging.default_level));
     tracing_subscriber::registry()
         .with(traces)
         .with(
             tracing_subscriber::fmt::layer()
                 .with_writer(std::io::stderr)
-                .with_ansi(std::io::stderr().is_terminal())
+                .with_ansi(logging.ansi)
                 .with_target(false)
                 .with_filter(log_filter),
         )
         .init();
 }
 
-fn run(cli: Cli, log_level: &str) -> anyhow::Result<ExitCode> {
+fn run(cli: Cli, logging: Logging) -> anyhow::Result<ExitCode> {
     // `serve` starts logging once its config says where traces go.
     if !matches!(cli.command, Command::Serve { .. }) {
-        init_logging(log_level, None);
+        init_logging(logging, None);
     }
     match cli.command {
         Command::Config {
@@ -252,7 +308,7 @@ fn run(cli: Cli, log_level: &str) -> anyhow::Result<ExitCode> {
         Command::Doctor(args) => doctor(args),
         Command::Audit(command) => audit::run(&command),
         Command::Lock { source, upstreams } => {
-            let config = match load(&source) {
+            let config = match load(&source.file) {
                 Ok(config) => config,
                 Err(code) => return Ok(code),
             };
@@ -260,7 +316,7 @@ fn run(cli: Cli, log_level: &str) -> anyhow::Result<ExitCode> {
             runtime()?.block_on(pinning::lock(&config, &path, &upstreams))
         }
         Command::Check { source, json } => {
-            let config = match load(&source) {
+            let config = match load(&source.file) {
                 Ok(config) => config,
                 Err(code) => return Ok(code),
             };
@@ -272,13 +328,13 @@ fn run(cli: Cli, log_level: &str) -> anyhow::Result<ExitCode> {
             stdio,
             listen,
         } => {
-            let mut config = match load(&source) {
+            let mut config = match load(&source.file) {
                 Ok(config) => config,
                 Err(code) => return Ok(code),
             };
             let traces = match telemetry::start_traces(&config) {
                 Ok(Some((traces, layer))) => {
-                    init_logging(log_level, Some(layer));
+                    init_logging(logging, Some(layer));
                     tracing::info!(
                         "exporting traces to {}/v1/traces",
                         config
@@ -290,7 +346,7 @@ fn run(cli: Cli, log_level: &str) -> anyhow::Result<ExitCode> {
                     Some(traces)
                 }
                 Ok(None) => {
-                    init_logging(log_level, None);
+                    init_logging(logging, None);
                     None
                 }
                 Err(e) => {
@@ -352,7 +408,7 @@ fn run(cli: Cli, log_level: &str) -> anyhow::Result<ExitCode> {
             };
             let sources = reload::Sources {
                 config: source.path().to_owned(),
-                is_json: source.mcp_json.is_some(),
+                is_json: source.file.mcp_json.is_some(),
                 lockfile: path,
                 listen_flag: listen,
                 bound: (!stdio).then_some(config.server.listen),
@@ -517,6 +573,19 @@ async fn serve(
     state_dir: &Path,
 ) -> anyhow::Result<ExitCode> {
     let listen = config.server.listen;
+    // The port first: when it is taken, no upstream has been spawned for
+    // nothing.
+    let listener = if stdio {
+        None
+    } else {
+        match tokio::net::TcpListener::bind(listen).await {
+            Ok(listener) => Some(listener),
+            Err(e) => {
+                eprintln!("sluice: cannot listen on {listen}: {e}; nothing was started");
+                return Ok(ExitCode::from(EXIT_INTERNAL));
+            }
+        }
+    };
     if let Err(e) = telemetry::start_metrics(&config).await {
         eprintln!("sluice: {e:#}");
         return Ok(ExitCode::from(EXIT_INTERNAL));
@@ -545,7 +614,7 @@ async fn serve(
             audit.close().await;
         }
     };
-    if stdio {
+    let Some(listener) = listener else {
         let (input, output) = sluice_gateway::downstream::stdio::std_streams();
         let served = sluice_gateway::downstream::stdio::serve(Arc::clone(&gateway), input, output);
         tokio::select! {
@@ -558,15 +627,6 @@ async fn serve(
             traces.shutdown().await;
         }
         return Ok(ExitCode::SUCCESS);
-    }
-    let listener = match tokio::net::TcpListener::bind(listen).await {
-        Ok(listener) => listener,
-        Err(e) => {
-            eprintln!("sluice: cannot listen on {listen}: {e}");
-            gateway.shutdown().await;
-            close_audit().await;
-            return Ok(ExitCode::from(EXIT_INTERNAL));
-        }
     };
     let local = listener.local_addr().context("reading the bound address")?;
     if !gateway.auth().is_on() {
@@ -612,5 +672,23 @@ async fn signal() {
     tokio::select! {
         _ = tokio::signal::ctrl_c() => {}
         _ = term.recv() => {}
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::ffi::OsStr;
+
+    use super::Color;
+
+    #[test]
+    fn no_color_turns_auto_off_and_a_flag_wins() {
+        let set = Some(OsStr::new("1"));
+        assert!(Color::Auto.ansi(None, true));
+        assert!(Color::Auto.ansi(Some(OsStr::new("")), true));
+        assert!(!Color::Auto.ansi(set, true));
+        assert!(!Color::Auto.ansi(None, false));
+        assert!(Color::Always.ansi(set, false));
+        assert!(!Color::Never.ansi(None, true));
     }
 }

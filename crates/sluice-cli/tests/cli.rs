@@ -306,3 +306,51 @@ async fn a_child_that_never_finishes_its_handshake_is_ended_before_the_next_try(
     );
     drop(s);
 }
+
+#[test]
+fn a_taken_port_fails_before_any_upstream_is_spawned() {
+    let taken = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = taken.local_addr().unwrap().port();
+    let dir = tempfile::tempdir().unwrap();
+    let marker = dir.path().join("spawned");
+    let path = dir.path().join("sluice.toml");
+    std::fs::write(
+        &path,
+        format!(
+            "[server]\nlisten = \"127.0.0.1:{port}\"\n[[upstream]]\nname = \"marker\"\ncommand = \"/bin/sh\"\nargs = [\"-c\", \"touch '{}'; sleep 30\"]\n",
+            marker.display()
+        ),
+    )
+    .unwrap();
+    let out = sluice(&["serve", "--config", path.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(70));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains(&format!(
+            "sluice: cannot listen on 127.0.0.1:{port}: Address already in use"
+        )) && err.contains("nothing was started"),
+        "{err}"
+    );
+    assert!(!marker.exists(), "an upstream was spawned: {err}");
+}
+
+#[test]
+fn color_always_colours_the_log_and_never_does_not() {
+    let (_dir, path) = write_config(&fixture_upstream("fx", &[]));
+    let p = path.to_str().unwrap();
+    let log_of = |color: &str| {
+        let out = Command::new(sluice_bin())
+            .args(["--color", color, "serve", "--stdio", "--config", p])
+            .stdin(Stdio::null())
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(0));
+        String::from_utf8_lossy(&out.stderr).into_owned()
+    };
+    let coloured = log_of("always");
+    assert!(coloured.contains("stdin closed"), "{coloured}");
+    assert!(coloured.contains('\u{1b}'), "{coloured}");
+    let plain = log_of("never");
+    assert!(plain.contains("stdin closed"), "{plain}");
+    assert!(!plain.contains('\u{1b}'), "{plain}");
+}
