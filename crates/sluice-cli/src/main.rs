@@ -1,12 +1,14 @@
 //! The `sluice` command: glue only. It parses arguments, loads the config
 //! and the lockfile, starts the gateway (or reads catalogs for `lock` and
-//! `check`), and maps outcomes to exit codes, the same for every command: 0 ok,
+//! `check`), prints completions and the man page (`shell`), and maps
+//! outcomes to exit codes, the same for every command: 0 ok,
 //! 1 drift found, 2 not established, 64 usage error, 70 internal error,
 //! 78 invalid configuration or lockfile.
 
 mod audit;
 mod pinning;
 mod reload;
+mod shell;
 mod state;
 mod telemetry;
 
@@ -35,8 +37,8 @@ const EXIT_CONFIG: u8 = 78;
 /// The config file read when none is named.
 const DEFAULT_CONFIG: &str = "sluice.toml";
 
-/// sluice: an MCP gateway that makes what flows through it complete,
-/// bounded and honest.
+/// An MCP gateway that makes what flows through it complete, bounded and
+/// honest.
 #[derive(Parser)]
 #[command(name = "sluice", version)]
 struct Cli {
@@ -117,6 +119,14 @@ enum Command {
         #[command(subcommand)]
         command: ConfigCommand,
     },
+    /// Print a shell completion script: e.g. `sluice completions bash >
+    /// ~/.local/share/bash-completion/completions/sluice`.
+    Completions {
+        /// The shell.
+        shell: clap_complete::Shell,
+    },
+    /// Print the man page (roff): e.g. `sluice man > ~/.local/share/man/man1/sluice.1`.
+    Man,
 }
 
 #[derive(Subcommand)]
@@ -305,6 +315,14 @@ fn run(cli: Cli, logging: Logging) -> anyhow::Result<ExitCode> {
             Ok(config) => config_check(&config, source.path()),
             Err(code) => code,
         }),
+        Command::Completions { shell } => {
+            shell::completions(shell);
+            Ok(ExitCode::SUCCESS)
+        }
+        Command::Man => {
+            shell::man().context("writing the man page")?;
+            Ok(ExitCode::SUCCESS)
+        }
         Command::Doctor(args) => doctor(args),
         Command::Audit(command) => audit::run(&command),
         Command::Lock { source, upstreams } => {

@@ -354,3 +354,59 @@ fn color_always_colours_the_log_and_never_does_not() {
     assert!(plain.contains("stdin closed"), "{plain}");
     assert!(!plain.contains('\u{1b}'), "{plain}");
 }
+
+#[test]
+fn completions_and_the_man_page_name_every_command() {
+    let commands = [
+        "serve",
+        "lock",
+        "check",
+        "doctor",
+        "audit",
+        "config",
+        "completions",
+        "man",
+    ];
+    for shell in ["bash", "zsh", "fish", "powershell"] {
+        let out = sluice(&["completions", shell]);
+        assert_eq!(out.status.code(), Some(0), "{shell}");
+        let script = String::from_utf8_lossy(&out.stdout);
+        for command in commands {
+            assert!(
+                script.contains(command),
+                "{shell} lacks {command}:\n{script}"
+            );
+        }
+    }
+    // The bash script is bash.
+    let dir = tempfile::tempdir().unwrap();
+    let script = dir.path().join("sluice.bash");
+    std::fs::write(&script, sluice(&["completions", "bash"]).stdout).unwrap();
+    let syntax = Command::new("bash")
+        .arg("-n")
+        .arg(&script)
+        .output()
+        .unwrap();
+    assert!(
+        syntax.status.success(),
+        "{}",
+        String::from_utf8_lossy(&syntax.stderr)
+    );
+    let out = sluice(&["man"]);
+    assert_eq!(out.status.code(), Some(0));
+    let page = String::from_utf8_lossy(&out.stdout);
+    assert!(page.contains(".TH sluice 1"), "{page}");
+    for command in commands {
+        assert!(page.contains(command), "the man page lacks {command}");
+    }
+    let out = sluice(&["--help"]);
+    let help = String::from_utf8_lossy(&out.stdout);
+    for command in commands {
+        assert!(
+            help.contains(&format!("\n  {command} ")),
+            "--help lacks {command}:\n{help}"
+        );
+    }
+    let out = sluice(&["audit", "--help"]);
+    assert!(!String::from_utf8_lossy(&out.stdout).contains("--lockfile"));
+}
