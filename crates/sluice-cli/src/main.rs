@@ -6,6 +6,7 @@
 //! 78 invalid configuration or lockfile.
 
 mod audit;
+mod client_config;
 mod pinning;
 mod reload;
 mod shell;
@@ -119,6 +120,10 @@ enum Command {
         #[command(subcommand)]
         command: ConfigCommand,
     },
+    /// Print the entry an MCP client (Claude Desktop, Cursor, VS Code,
+    /// Claude Code) needs to reach sluice, or merge it into the client's
+    /// file with --write.
+    ClientConfig(client_config::ClientConfigCommand),
     /// Print a shell completion script: e.g. `sluice completions bash >
     /// ~/.local/share/bash-completion/completions/sluice`.
     Completions {
@@ -323,6 +328,7 @@ fn run(cli: Cli, logging: Logging) -> anyhow::Result<ExitCode> {
             shell::man().context("writing the man page")?;
             Ok(ExitCode::SUCCESS)
         }
+        Command::ClientConfig(command) => client_config::run(&command),
         Command::Doctor(args) => doctor(args),
         Command::Audit(command) => audit::run(&command),
         Command::Lock { source, upstreams } => {

@@ -410,3 +410,70 @@ fn completions_and_the_man_page_name_every_command() {
     let out = sluice(&["audit", "--help"]);
     assert!(!String::from_utf8_lossy(&out.stdout).contains("--lockfile"));
 }
+
+#[test]
+fn client_config_prints_each_clients_entry_and_merges_with_a_backup() {
+    let out = sluice(&["client-config", "cursor"]);
+    assert_eq!(out.status.code(), Some(0));
+    let printed: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(
+        printed,
+        json!({"mcpServers": {"sluice": {"url": "http://127.0.0.1:8787/mcp"}}})
+    );
+    let out = sluice(&[
+        "client-config",
+        "claude-desktop",
+        "--url",
+        "http://127.0.0.1:9/mcp",
+    ]);
+    assert_eq!(out.status.code(), Some(64));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("takes stdio servers only"));
+
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("mcp.json");
+    let before = json!({"inputs": [], "servers": {"git": {"type": "stdio", "command": "uvx", "args": ["mcp-server-git"]}}});
+    std::fs::write(&file, before.to_string()).unwrap();
+    let config = dir.path().join("sluice.toml");
+    let out = sluice(&[
+        "client-config",
+        "vscode",
+        "--stdio",
+        "--config",
+        config.to_str().unwrap(),
+        "--write",
+        "--file",
+        file.to_str().unwrap(),
+    ]);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let after: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&file).unwrap()).unwrap();
+    let exe = std::fs::canonicalize(sluice_bin()).unwrap();
+    assert_eq!(
+        after,
+        json!({"inputs": [], "servers": {
+            "git": {"type": "stdio", "command": "uvx", "args": ["mcp-server-git"]},
+            "sluice": {"type": "stdio", "command": exe.to_str().unwrap(),
+                       "args": ["serve", "--stdio", "--config", config.to_str().unwrap()]}
+        }})
+    );
+    let backup: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.path().join("mcp.json.bak")).unwrap())
+            .unwrap();
+    assert_eq!(backup, before);
+    // A file that is not JSON is left alone.
+    std::fs::write(&file, "{not json").unwrap();
+    let out = sluice(&[
+        "client-config",
+        "vscode",
+        "--write",
+        "--file",
+        file.to_str().unwrap(),
+    ]);
+    assert_eq!(out.status.code(), Some(78));
+    assert_eq!(std::fs::read_to_string(&file).unwrap(), "{not json");
+}
