@@ -7,6 +7,7 @@
 
 mod audit;
 mod client_config;
+mod import;
 mod pinning;
 mod reload;
 mod shell;
@@ -120,6 +121,10 @@ enum Command {
         #[command(subcommand)]
         command: ConfigCommand,
     },
+    /// Add a server of the official MCP registry (its server.json: an npm,
+    /// PyPI or OCI package, or a streamable-http remote) to sluice.toml as
+    /// an [[upstream]].
+    Import(import::ImportCommand),
     /// Print the entry an MCP client (Claude Desktop, Cursor, VS Code,
     /// Claude Code) needs to reach sluice, or merge it into the client's
     /// file with --write.
@@ -329,6 +334,7 @@ fn run(cli: Cli, logging: Logging) -> anyhow::Result<ExitCode> {
             Ok(ExitCode::SUCCESS)
         }
         Command::ClientConfig(command) => client_config::run(&command),
+        Command::Import(command) => import::run(&command),
         Command::Doctor(args) => doctor(args),
         Command::Audit(command) => audit::run(&command),
         Command::Lock { source, upstreams } => {

@@ -477,3 +477,60 @@ fn client_config_prints_each_clients_entry_and_merges_with_a_backup() {
     assert_eq!(out.status.code(), Some(78));
     assert_eq!(std::fs::read_to_string(&file).unwrap(), "{not json");
 }
+
+#[test]
+fn import_appends_an_upstream_that_loads_and_refuses_a_taken_name() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = dir.path().join("server.json");
+    std::fs::write(
+        &server,
+        json!({"name": "io.github.example/notes", "version": "0.3.0", "packages": [
+            {"registryType": "npm", "identifier": "@example/notes-mcp", "version": "0.3.0",
+             "environmentVariables": [{"name": "NOTES_TOKEN", "isRequired": true, "isSecret": true}]}]})
+        .to_string(),
+    )
+    .unwrap();
+    let config = dir.path().join("sluice.toml");
+    std::fs::write(&config, "[server]\nrequest_timeout = \"30s\"\n").unwrap();
+    let (s, c) = (server.to_str().unwrap(), config.to_str().unwrap());
+    let out = sluice(&["import", s, "--config", c]);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(
+        String::from_utf8_lossy(&out.stderr),
+        format!(
+            "added [[upstream]] \"notes\" to {c}\nset NOTES_TOKEN in the environment sluice runs in (see the comments above the entry)\n"
+        )
+    );
+    assert_eq!(
+        std::fs::read_to_string(&config).unwrap(),
+        format!(
+            "[server]\nrequest_timeout = \"30s\"\n\n# io.github.example/notes 0.3.0\n# Imported from {s} by `sluice import`.\n# NOTES_TOKEN (required, secret)\n[[upstream]]\nname = \"notes\"\ncommand = \"npx\"\nargs = [\"-y\", \"@example/notes-mcp@0.3.0\"]\nenv = {{ NOTES_TOKEN = \"${{NOTES_TOKEN}}\" }}\n"
+        )
+    );
+    // sluice reads it, once the variable is set.
+    let check = Command::new(sluice_bin())
+        .args(["config", "check", "--config", c])
+        .env("NOTES_TOKEN", "t")
+        .output()
+        .unwrap();
+    assert_eq!(
+        String::from_utf8_lossy(&check.stdout),
+        "ok: 1 upstream(s): notes\n"
+    );
+    // A second import of the same server would take the same name.
+    let before = std::fs::read_to_string(&config).unwrap();
+    let out = sluice(&["import", s, "--config", c]);
+    assert_eq!(out.status.code(), Some(78));
+    assert!(
+        String::from_utf8_lossy(&out.stderr)
+            .contains("upstream[1].name: \"notes\" is already the name of upstream[0]"),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(std::fs::read_to_string(&config).unwrap(), before);
+}

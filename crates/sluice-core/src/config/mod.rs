@@ -35,6 +35,8 @@
 //!   `rlimit`.
 //! - `ops`: `[metrics]` and `[telemetry]`.
 //! - `mcp_json`: the `mcp.json` import ([`Config::from_mcp_json`]).
+//! - `server_json`: a `server.json` of the official MCP registry as one
+//!   `[[upstream]]` ([`import_server_json`], `sluice import`).
 //! - `preflight`: what `sluice config check` refuses in a config that
 //!   loads: one that serves nothing, a private upstream URL without
 //!   `allow_private` ([`preflight`]).
@@ -52,6 +54,7 @@ mod raw;
 pub mod reload;
 mod security;
 mod server;
+mod server_json;
 mod state;
 mod structure;
 mod upstream;
@@ -71,6 +74,7 @@ pub use security::{
     SensitiveElicitation, TokenSource, parse_rate, without_password,
 };
 pub use server::{DEFAULT_LISTEN, DEFAULT_SEPARATOR, MCP_PATH, ServerConfig, exposure_problem};
+pub use server_json::{ImportedUpstream, Prefer, import_server_json};
 pub use state::{AUDIT_RETENTION_RANGE, DEFAULT_AUDIT_RETENTION, StateConfig, StateStore};
 pub use upstream::{UpstreamConfig, UpstreamTransport};
 pub use values::{expand_env, parse_duration};
