@@ -24,7 +24,7 @@ pub(crate) struct ImportCommand {
     /// The sluice.toml to append to (created when missing).
     #[arg(long, value_name = "FILE", env = "SLUICE_CONFIG", default_value = crate::DEFAULT_CONFIG)]
     config: PathBuf,
-    /// Print the [[upstream]] instead of appending it.
+    /// Print the `[[upstream]]` instead of appending it.
     #[arg(long)]
     print: bool,
 }

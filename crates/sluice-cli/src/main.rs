@@ -123,7 +123,7 @@ enum Command {
     },
     /// Add a server of the official MCP registry (its server.json: an npm,
     /// PyPI or OCI package, or a streamable-http remote) to sluice.toml as
-    /// an [[upstream]].
+    /// an `[[upstream]]`.
     Import(import::ImportCommand),
     /// Print the entry an MCP client (Claude Desktop, Cursor, VS Code,
     /// Claude Code) needs to reach sluice, or merge it into the client's

@@ -126,6 +126,7 @@ impl Client {
 
 #[cfg(test)]
 mod tests {
+    #![allow(clippy::unwrap_used)]
     use super::*;
 
     fn url() -> Reach {

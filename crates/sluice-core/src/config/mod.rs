@@ -39,7 +39,7 @@
 //!   `[[upstream]]` ([`import_server_json`], `sluice import`).
 //! - `preflight`: what `sluice config check` refuses in a config that
 //!   loads: one that serves nothing, a private upstream URL without
-//!   `allow_private` ([`preflight`]).
+//!   `allow_private` ([`preflight()`]).
 //! - [`reload`]: what a reload changes, and what waits for a restart.
 
 use crate::naming;

@@ -332,6 +332,7 @@ fn comment(text: &str) -> String {
 
 #[cfg(test)]
 mod tests {
+    #![allow(clippy::unwrap_used)]
     use super::*;
     use crate::config::{Config, UpstreamTransport};
 
