@@ -53,6 +53,22 @@ impl<'a> Diagnostics<'a> {
 }
 
 impl Diagnostics<'_> {
+    /// The source's text as JSON (`mcp.json`, `server.json`), or `None`
+    /// with the parse error reported at its line and column.
+    pub(super) fn json(&mut self) -> Option<serde_json::Value> {
+        match serde_json::from_str(self.source.text) {
+            Ok(doc) => Some(doc),
+            Err(e) => {
+                self.list.push(Diagnostic {
+                    location: format!("{}:{}:{}", self.source.name, e.line(), e.column()),
+                    key: String::new(),
+                    message: format!("not valid JSON: {e}"),
+                });
+                None
+            }
+        }
+    }
+
     /// A duration key within `range`, or `default` when absent.
     pub(super) fn duration(
         &mut self,

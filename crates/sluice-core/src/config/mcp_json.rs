@@ -24,16 +24,8 @@ pub(super) fn upstreams(
     env: &dyn Fn(&str) -> Option<String>,
 ) -> Result<Vec<UpstreamConfig>, Vec<Diagnostic>> {
     let mut diags = Diagnostics::new(source);
-    let doc: Value = match serde_json::from_str(source.text) {
-        Ok(doc) => doc,
-        Err(e) => {
-            diags.list.push(Diagnostic {
-                location: format!("{}:{}:{}", source.name, e.line(), e.column()),
-                key: String::new(),
-                message: format!("not valid JSON: {e}"),
-            });
-            return Err(diags.list);
-        }
+    let Some(doc) = diags.json() else {
+        return Err(diags.list);
     };
     let servers = doc
         .get("mcpServers")

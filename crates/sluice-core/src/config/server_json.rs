@@ -42,16 +42,8 @@ pub fn import_server_json(
     prefer: Prefer,
 ) -> Result<ImportedUpstream, Vec<Diagnostic>> {
     let mut diags = Diagnostics::new(source);
-    let doc: Value = match serde_json::from_str(source.text) {
-        Ok(doc) => doc,
-        Err(e) => {
-            diags.list.push(Diagnostic {
-                location: format!("{}:{}:{}", source.name, e.line(), e.column()),
-                key: String::new(),
-                message: format!("not valid JSON: {e}"),
-            });
-            return Err(diags.list);
-        }
+    let Some(doc) = diags.json() else {
+        return Err(diags.list);
     };
     let Some(server_name) = doc.get("name").and_then(Value::as_str) else {
         diags.push(
