@@ -9,6 +9,7 @@ mod audit;
 mod client_config;
 mod import;
 mod pinning;
+mod progress;
 mod reload;
 mod shell;
 mod state;

@@ -534,3 +534,28 @@ fn import_appends_an_upstream_that_loads_and_refuses_a_taken_name() {
     );
     assert_eq!(std::fs::read_to_string(&config).unwrap(), before);
 }
+
+#[test]
+fn lock_shows_its_progress_on_a_terminal_only() {
+    let (dir, path) = write_config(&fixture_upstream("fx", &[]));
+    let p = path.to_str().unwrap();
+    let out = sluice(&["lock", "--config", p]);
+    assert_eq!(out.status.code(), Some(0));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!err.contains("reading catalogs"), "{err}");
+    // Under a pseudo-terminal (util-linux `script`), the line shows.
+    let command = format!("{} lock --config {p}", sluice_bin());
+    let tty = Command::new("script")
+        .args(["-qec", &command, "/dev/null"])
+        .current_dir(dir.path())
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    assert!(tty.status.success());
+    let screen = String::from_utf8_lossy(&tty.stdout);
+    assert!(
+        screen.contains("reading catalogs 0/1") && screen.contains("still reading fx"),
+        "{screen}"
+    );
+    assert!(screen.contains("fx: locked"), "{screen}");
+}
