@@ -21,6 +21,8 @@
 //!   every refusal as one type converted once at each transport's edge.
 //! - [`config`]: `sluice.toml` and `mcp.json`, validated with one diagnostic
 //!   per problem.
+//! - [`client_config`]: the entry each MCP client's file needs to reach
+//!   sluice, merged into the file the user has.
 //! - [`access`]: who may do what: the claims a verified token must carry,
 //!   the scopes a tool needs, the challenges of a refusal.
 //! - [`outbound`]: the SSRF guard on every URL sluice dereferences.
@@ -78,6 +80,7 @@ pub mod audit;
 pub mod boundary;
 pub mod canonical;
 pub mod catalog;
+pub mod client_config;
 pub mod config;
 pub mod discovery;
 pub mod doctor;

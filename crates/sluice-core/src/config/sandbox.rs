@@ -248,7 +248,12 @@ command = "node"
             "{joined}"
         );
         let e = errors("[sandbox]\nnetwrk = true\n");
-        assert!(e[0].contains("unknown field `netwrk`"), "{}", e[0]);
+        assert_eq!(
+            e,
+            [
+                "sluice.toml:2:1: sandbox.netwrk: unknown key; did you mean `network`? (allowed: enabled, network, read, write)"
+            ]
+        );
     }
 
     #[test]

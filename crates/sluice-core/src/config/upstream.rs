@@ -449,7 +449,7 @@ mod tests {
             "{joined}"
         );
         assert!(
-            joined.contains("upstream[0].rlimit.open_files: 1 is out of range: must be 16 to"),
+            joined.contains("upstream[0].rlimit.open_files: 1 is out of range (allowed: 16 to"),
             "{joined}"
         );
         assert!(
