@@ -16,11 +16,13 @@
 //!
 //! The submodules hold what decides which entries are served: the
 //! [`definition`] of an entry and its digest, the [`lockfile`] of approved
-//! definitions, and the [`drift`] between the two.
+//! definitions, the [`drift`] between the two, and the [`redaction`] of
+//! secrets out of definitions before any of that.
 
 pub mod definition;
 pub mod drift;
 pub mod lockfile;
+pub mod redaction;
 
 use std::collections::HashMap;
 

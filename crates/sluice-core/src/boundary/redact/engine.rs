@@ -6,8 +6,9 @@
 
 use std::collections::HashMap;
 use std::ops::Range;
+use std::sync::OnceLock;
 
-use aho_corasick::{AhoCorasick, AhoCorasickKind, MatchKind};
+use aho_corasick::{AhoCorasick, AhoCorasickKind, Input, MatchKind};
 use regex::Regex;
 
 use super::context;
@@ -20,6 +21,17 @@ const MAX_DEPTH: u8 = 2;
 /// Secret key words shorter than this are no trigger in text (`x` of
 /// `x-auth`); the object-key rule still compares them.
 const MIN_WORD: usize = 3;
+
+/// `RULES`' expressions, compiled on first use, once per process: most
+/// texts trigger few rules, and compiling all of them would cost more than
+/// building the pass.
+static COMPILED: [OnceLock<Option<Regex>>; RULES.len()] = [const { OnceLock::new() }; RULES.len()];
+
+fn compiled(rule: usize) -> Option<&'static Regex> {
+    let (slot, r) = (COMPILED.get(rule)?, RULES.get(rule)?);
+    // The rules are constants, checked by their tests.
+    slot.get_or_init(|| Regex::new(r.pattern).ok()).as_ref()
+}
 
 /// What a literal of the pass stands for.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -89,8 +101,6 @@ pub(super) struct Scanner {
     pass: Option<AhoCorasick>,
     /// Each literal's triggers.
     triggers: Vec<Vec<Trigger>>,
-    /// `RULES`' compiled expressions, by index.
-    rules: Vec<Regex>,
     /// Each secret key name, as lowercase words.
     keys: Vec<Vec<String>>,
 }
@@ -146,11 +156,6 @@ impl Scanner {
         Scanner {
             pass,
             triggers,
-            // The rules are constants, checked by their tests.
-            rules: RULES
-                .iter()
-                .filter_map(|r| Regex::new(r.pattern).ok())
-                .collect(),
             keys,
         }
     }
@@ -167,11 +172,17 @@ impl Scanner {
         let Some(pass) = &self.pass else {
             return false;
         };
+        // Most texts hold no trigger: the first leftmost search is cheaper
+        // than reporting every overlapping one, and the overlapping search
+        // starts where it found one.
+        let Some(first) = pass.find(text) else {
+            return false;
+        };
         let mut invisible = false;
         // Where the last decoded run of each encoding ended: a run holds
         // many marks, and is decoded once.
         let mut decoded_until = [0usize; 4];
-        for m in pass.find_overlapping_iter(text) {
+        for m in pass.find_overlapping_iter(Input::new(text).span(first.start()..text.len())) {
             let Some(triggers) = self.triggers.get(m.pattern().as_usize()) else {
                 continue;
             };
@@ -216,7 +227,7 @@ impl Scanner {
         hit: Range<usize>,
         found: &mut Vec<Found>,
     ) {
-        let (Some(r), Some(re)) = (RULES.get(rule), self.rules.get(rule)) else {
+        let (Some(r), Some(re)) = (RULES.get(rule), compiled(rule)) else {
             return;
         };
         if r.case_sensitive && text.get(hit.clone()) != Some(anchor) {

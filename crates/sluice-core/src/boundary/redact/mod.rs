@@ -25,7 +25,9 @@
 //!
 //! Binary payloads (`data` of image and audio blocks, `blob` of resource
 //! contents) are base64, not text: no rule reads them, and they are never
-//! altered.
+//! altered, except a `blob` whose `mimeType` is textual (`text/*`, JSON,
+//! XML, YAML, TOML, JavaScript, shell): it is decoded, redacted as text
+//! and encoded again when it held a secret.
 //!
 //! All of it is compiled once ([`Redactor::new`]) into one case-insensitive
 //! Aho-Corasick pass ([`engine`]): ordinary text costs one linear scan.
@@ -136,12 +138,17 @@ impl Redactor {
     /// Redacts every string in `value`, in place.
     pub fn redact(&self, value: &mut Value) -> Redactions {
         let mut counts = Redactions::default();
-        self.walk(value, &mut counts);
+        self.walk(value, &mut counts, &mut String::new());
         counts
     }
 
     /// Redacts one string; `None` when nothing in it is secret.
     pub fn redact_str(&self, text: &str, counts: &mut Redactions) -> Option<String> {
+        // No rule matches fewer bytes than the shortest exact secret (a
+        // short value under a secret key is the key rule's).
+        if text.len() < MIN_EXACT_SECRET {
+            return None;
+        }
         let mut found = Vec::new();
         if self.scanner.scan(text, 0, &mut found) {
             // Invisible characters go only from a text that held a secret.
@@ -162,7 +169,12 @@ impl Redactor {
     /// are parsed (the caller checked that the text starts like JSON):
     /// those that hold a trigger or a key word, or escape characters
     /// (`\/`, `\u...`) that could hide one.
-    fn redact_embedded_json(&self, text: &mut String, counts: &mut Redactions) -> bool {
+    fn redact_embedded_json(
+        &self,
+        text: &mut String,
+        counts: &mut Redactions,
+        scratch: &mut String,
+    ) -> bool {
         let worth_parsing = text.contains('\\')
             || self
                 .key_words
@@ -176,7 +188,7 @@ impl Redactor {
             return false;
         };
         let mut inner = Redactions::default();
-        self.walk(&mut doc, &mut inner);
+        self.walk(&mut doc, &mut inner, scratch);
         if inner.total() > 0 {
             counts.add(inner);
             *text = doc.to_string();
@@ -184,14 +196,14 @@ impl Redactor {
         true
     }
 
-    fn walk(&self, value: &mut Value, counts: &mut Redactions) {
+    fn walk(&self, value: &mut Value, counts: &mut Redactions, scratch: &mut String) {
         match value {
             Value::String(s) => {
                 // A text that is a JSON document is redacted as one (keys
                 // and all), so that no text pattern can cut across its
                 // quotes; any other text by its patterns.
                 let json_text = matches!(s.trim_start().as_bytes().first(), Some(b'{' | b'['));
-                if json_text && self.redact_embedded_json(s, counts) {
+                if json_text && self.redact_embedded_json(s, counts, scratch) {
                     return;
                 }
                 if let Some(redacted) = self.redact_str(s, counts) {
@@ -200,7 +212,7 @@ impl Redactor {
             }
             Value::Array(items) => {
                 for item in items.iter_mut() {
-                    self.walk(item, counts);
+                    self.walk(item, counts, scratch);
                 }
                 // Adjacent text blocks, and the strings of an array, as a
                 // client would join them.
@@ -216,13 +228,20 @@ impl Redactor {
                     }
                     _ => None,
                 });
-                self.redact_joins(texts.collect(), counts);
+                self.redact_joins(texts, counts, scratch);
             }
             Value::Object(obj) => {
                 let binary_data = matches!(
                     obj.get("type").and_then(Value::as_str),
                     Some("image" | "audio")
                 );
+                let text_blob = obj
+                    .get("mimeType")
+                    .and_then(Value::as_str)
+                    .is_some_and(textual);
+                if text_blob && let Some(Value::String(blob)) = obj.get_mut("blob") {
+                    self.redact_text_blob(blob, counts);
+                }
                 for (key, v) in obj.iter_mut() {
                     // Binary payloads, and the MRTR state a client must
                     // echo unchanged, are not text.
@@ -232,52 +251,109 @@ impl Redactor {
                     if self.is_secret_key(key) {
                         counts.key += blank_strings(v);
                     }
-                    self.walk(v, counts);
+                    self.walk(v, counts, scratch);
                 }
                 // A secret split across the string values of one object.
                 let texts = obj.iter_mut().filter_map(|(key, v)| match v {
                     Value::String(s) if !opaque(key, binary_data) => Some(s),
                     _ => None,
                 });
-                self.redact_joins(texts.collect(), counts);
+                self.redact_joins(texts, counts, scratch);
             }
             _ => {}
         }
     }
 
-    /// Scans each join of consecutive texts (the end of one, the start of
-    /// the next, up to a space or [`JOIN_REACH`]) and redacts, on both
-    /// sides, what crosses it.
-    fn redact_joins(&self, mut texts: Vec<&mut String>, counts: &mut Redactions) {
-        for i in 1..texts.len() {
-            let (left, right) = texts.split_at_mut(i);
-            let (Some(left), Some(right)) = (left.last_mut(), right.first_mut()) else {
-                continue;
-            };
-            let tail_start = join_tail(left);
-            let head_end = join_head(right);
-            if tail_start == left.len() || head_end == 0 {
-                continue;
-            }
-            let tail_len = left.len() - tail_start;
-            let joined = format!("{}{}", &left[tail_start..], &right[..head_end]);
-            let mut found = Vec::new();
-            self.scanner.scan(&joined, 0, &mut found);
-            let crossing: Vec<&Found> = found
-                .iter()
-                .filter(|f| f.range.start < tail_len && f.range.end > tail_len)
-                .collect();
-            let (Some(cut_left), Some(cut_right)) = (
-                crossing.iter().map(|f| f.range.start).min(),
-                crossing.iter().map(|f| f.range.end).max(),
-            ) else {
-                continue;
-            };
-            count(counts, crossing[0].kind);
-            left.replace_range(tail_start + cut_left.., REDACTED);
-            right.replace_range(..cut_right - tail_len, REDACTED);
+    /// A base64 blob of text: decoded, redacted, and encoded again when it
+    /// held a secret. A blob that is not base64 of UTF-8 is left alone.
+    fn redact_text_blob(&self, blob: &mut String, counts: &mut Redactions) {
+        use base64::Engine;
+        let engine = base64::engine::general_purpose::STANDARD;
+        let Some(text) = engine
+            .decode(blob.trim())
+            .ok()
+            .and_then(|bytes| String::from_utf8(bytes).ok())
+        else {
+            return;
+        };
+        if let Some(redacted) = self.redact_str(&text, counts) {
+            *blob = engine.encode(redacted);
         }
     }
+
+    /// Scans each join of consecutive texts and redacts, on both sides,
+    /// what crosses it.
+    fn redact_joins<'v>(
+        &self,
+        texts: impl Iterator<Item = &'v mut String>,
+        counts: &mut Redactions,
+        scratch: &mut String,
+    ) {
+        let mut previous: Option<&mut String> = None;
+        for text in texts.filter(|t| !t.is_empty()) {
+            if let Some(left) = previous.take() {
+                self.redact_join(left, text, counts, scratch);
+            }
+            previous = Some(text);
+        }
+    }
+
+    /// One join: the end of `left` and the start of `right`, each up to a
+    /// space or [`JOIN_REACH`], scanned as one.
+    fn redact_join(
+        &self,
+        left: &mut String,
+        right: &mut String,
+        counts: &mut Redactions,
+        scratch: &mut String,
+    ) {
+        let tail_start = join_tail(left);
+        let head_end = join_head(right);
+        let tail_len = left.len() - tail_start;
+        if tail_len == 0 || head_end == 0 || tail_len + head_end < MIN_EXACT_SECRET {
+            return;
+        }
+        scratch.clear();
+        scratch.push_str(&left[tail_start..]);
+        scratch.push_str(&right[..head_end]);
+        let mut found = Vec::new();
+        self.scanner.scan(scratch, 0, &mut found);
+        let crossing = || {
+            found
+                .iter()
+                .filter(|f| f.range.start < tail_len && f.range.end > tail_len)
+        };
+        let (Some(cut_left), Some(cut_right), Some(first)) = (
+            crossing().map(|f| f.range.start).min(),
+            crossing().map(|f| f.range.end).max(),
+            crossing().next(),
+        ) else {
+            return;
+        };
+        count(counts, first.kind);
+        left.replace_range(tail_start + cut_left.., REDACTED);
+        right.replace_range(..cut_right - tail_len, REDACTED);
+    }
+}
+
+/// Whether a MIME type names text (a resource blob of it is redacted).
+fn textual(mime: &str) -> bool {
+    let essence = mime.split(';').next().unwrap_or_default().trim();
+    let essence = essence.to_ascii_lowercase();
+    essence.starts_with("text/")
+        || essence.ends_with("+json")
+        || essence.ends_with("+xml")
+        || matches!(
+            essence.as_str(),
+            "application/json"
+                | "application/xml"
+                | "application/yaml"
+                | "application/x-yaml"
+                | "application/toml"
+                | "application/javascript"
+                | "application/x-sh"
+                | "application/x-www-form-urlencoded"
+        )
 }
 
 /// Keys whose values are not text: binary payloads, and the MRTR state a
@@ -352,7 +428,7 @@ pub fn names_secret<S: AsRef<str>>(key: &str, secret_keys: &[S]) -> bool {
 /// Replaces the strings a secret key holds: its string value, or the
 /// strings of its array. An object under it (a schema, a nested record) is
 /// walked like any other, not blanked whole; a placeholder stays.
-fn blank_strings(value: &mut Value) -> usize {
+pub fn blank_strings(value: &mut Value) -> usize {
     match value {
         Value::String(s) if !context::placeholder(s) => {
             *s = REDACTED.to_owned();

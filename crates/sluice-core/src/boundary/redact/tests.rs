@@ -122,3 +122,37 @@ fn only_the_secret_part_of_a_context_pattern_goes() {
         Some("export AWS_SECRET_ACCESS_KEY=[redacted]")
     );
 }
+
+#[test]
+fn a_textual_blob_is_redacted_and_a_binary_one_is_not() {
+    use base64::Engine;
+    let b64 = base64::engine::general_purpose::STANDARD;
+    let r = redactor();
+    let env = "APP=1\nSECRET_KEY=Q7kx9Lm2Np4Rt6Vw8Yz0\n";
+    let mut v = json!({"contents": [
+        {"uri": "file:///app/.env", "mimeType": "text/plain", "blob": b64.encode(env)},
+        {"uri": "file:///app/logo.png", "mimeType": "image/png", "blob": b64.encode(env)},
+    ]});
+    let counts = r.redact(&mut v);
+    assert_eq!(counts.pattern, 1);
+    let text = b64
+        .decode(v["contents"][0]["blob"].as_str().unwrap_or_default())
+        .unwrap_or_default();
+    assert_eq!(
+        String::from_utf8_lossy(&text),
+        "APP=1\nSECRET_KEY=[redacted]\n"
+    );
+    assert_eq!(v["contents"][1]["blob"], b64.encode(env));
+}
+
+#[test]
+fn a_resource_text_env_line_is_redacted() {
+    let r = redactor();
+    let mut v = json!({"contents": [{"uri": "file:///app/.env", "mimeType": "text/plain",
+        "text": "DATABASE_URL=postgres://app:pa55w0rd-x@db/prod\nSECRET_KEY=Q7kx9Lm2Np4Rt6Vw8Yz0\nDEBUG=false\n"}]});
+    r.redact(&mut v);
+    assert_eq!(
+        v["contents"][0]["text"],
+        "DATABASE_URL=postgres://app:[redacted]@db/prod\nSECRET_KEY=[redacted]\nDEBUG=false\n"
+    );
+}
