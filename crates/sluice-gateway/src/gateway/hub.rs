@@ -140,7 +140,8 @@ impl Hub {
                 .approvals
                 .lock()
                 .unwrap_or_else(PoisonError::into_inner);
-            self.settings.send_replace(settings(&live.config));
+            self.settings
+                .send_replace(settings(&live.config, &live.redactor));
             approvals.retain(|name, _| !ending.contains(&name));
             let mut verdicts = Vec::new();
             for (name, approved) in approvals.iter_mut() {
@@ -255,7 +256,8 @@ impl Hub {
     }
 
     /// Publishes an upstream's complete read and shows it in its status.
-    fn serve(&self, up: &Upstream, catalog: UpstreamCatalog) {
+    fn serve(&self, up: &Upstream, mut catalog: UpstreamCatalog) {
+        super::catalogs::redact(up.name(), &mut catalog, &self.live().redactor);
         let counts = CatalogCounts::of(&catalog);
         // `None`: a reload took this upstream out of service meanwhile.
         if let Some(published) = self.publish(up, catalog) {
