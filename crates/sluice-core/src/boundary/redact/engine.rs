@@ -4,7 +4,7 @@
 //! trigger then runs its own check in a bounded window around itself. Text
 //! with no trigger costs that one pass, whatever the number of rules.
 
-use std::collections::HashMap;
+use std::collections::BTreeMap;
 use std::ops::Range;
 use std::sync::OnceLock;
 
@@ -52,7 +52,7 @@ enum Trigger {
 /// The literals of the pass, each with its triggers (one literal may be
 /// an anchor and a key word both).
 #[derive(Default)]
-struct Literals(HashMap<Vec<u8>, Vec<Trigger>>);
+struct Literals(BTreeMap<Vec<u8>, Vec<Trigger>>);
 
 impl Literals {
     fn add(&mut self, literal: &[u8], trigger: Trigger) {
@@ -103,6 +103,8 @@ pub(super) struct Scanner {
     triggers: Vec<Vec<Trigger>>,
     /// Each secret key name, as lowercase words.
     keys: Vec<Vec<String>>,
+    /// The longest literal's length.
+    longest: usize,
 }
 
 impl Scanner {
@@ -143,6 +145,7 @@ impl Scanner {
         }
         let (literals, triggers): (Vec<Vec<u8>>, Vec<Vec<Trigger>>) =
             literals.0.into_iter().unzip();
+        let longest = literals.iter().map(Vec::len).max().unwrap_or(0);
         // A full DFA: one table lookup a byte. The literals start with
         // common letters, so no prefilter can skip text, and the default
         // automaton's failure transitions cost several lookups a byte on
@@ -157,6 +160,7 @@ impl Scanner {
             pass,
             triggers,
             keys,
+            longest,
         }
     }
 
@@ -172,17 +176,19 @@ impl Scanner {
         let Some(pass) = &self.pass else {
             return false;
         };
-        // Most texts hold no trigger: the first leftmost search is cheaper
-        // than reporting every overlapping one, and the overlapping search
-        // starts where it found one.
+        // Most texts hold no trigger: one search for the first is cheaper
+        // than reporting every overlapping one. The first found is the one
+        // that ends first; a longer one may start up to the longest
+        // literal before its end, so the overlapping search starts there.
         let Some(first) = pass.find(text) else {
             return false;
         };
+        let from = first.end().saturating_sub(self.longest);
         let mut invisible = false;
         // Where the last decoded run of each encoding ended: a run holds
         // many marks, and is decoded once.
         let mut decoded_until = [0usize; 4];
-        for m in pass.find_overlapping_iter(Input::new(text).span(first.start()..text.len())) {
+        for m in pass.find_overlapping_iter(Input::new(text).span(from..text.len())) {
             let Some(triggers) = self.triggers.get(m.pattern().as_usize()) else {
                 continue;
             };

@@ -156,3 +156,22 @@ fn a_resource_text_env_line_is_redacted() {
         "DATABASE_URL=postgres://app:[redacted]@db/prod\nSECRET_KEY=[redacted]\nDEBUG=false\n"
     );
 }
+
+#[test]
+fn a_trigger_inside_a_longer_one_does_not_hide_it() {
+    // `@` (the URL rule's anchor) ends before the exact secret that holds
+    // it, and `key` before `AccountKey=`.
+    let r = Redactor::new(vec!["pa55-with@sign-123".to_owned()], DEFAULT_SECRET_KEYS);
+    let mut c = Redactions::default();
+    assert_eq!(
+        r.redact_str("use pa55-with@sign-123 now", &mut c)
+            .as_deref(),
+        Some("use [redacted] now")
+    );
+    let key = "Q7kQQfgSZE/7rMYM1l3LqhPOiXlW3VKmTIL8w514ZHgOgEKYbnYGiqmhNJnzwV2M3Xmshm==";
+    assert_eq!(
+        r.redact_str(&format!("AccountName=a;AccountKey={key};x=1"), &mut c)
+            .as_deref(),
+        Some("AccountName=a;AccountKey=[redacted];x=1")
+    );
+}
