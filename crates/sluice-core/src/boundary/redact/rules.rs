@@ -70,6 +70,7 @@ impl Check {
     }
 }
 
+/// A provider prefix: matched in its case, the match starting at it.
 const fn prefix(
     id: &'static str,
     family: &'static str,
@@ -78,17 +79,12 @@ const fn prefix(
     pattern: &'static str,
 ) -> Rule {
     Rule {
-        id,
-        family,
-        anchors,
         case_sensitive: true,
-        before: 1,
-        after: Some(after),
-        pattern,
-        check: Check::None,
+        ..context(id, family, anchors, 1, after, pattern)
     }
 }
 
+/// A name before the value: matched in any case.
 const fn context(
     id: &'static str,
     family: &'static str,
