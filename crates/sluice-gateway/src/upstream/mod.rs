@@ -19,8 +19,10 @@
 //! - `wire`: the seam between a connection and its transport;
 //! - `stdio`, `http`: the two transports, which only move bytes.
 
+mod child;
 mod connection;
 mod http;
+mod sandbox;
 mod stdio;
 mod wire;
 
@@ -170,10 +172,10 @@ impl Settings {
 impl Upstream {
     pub(crate) fn new(config: UpstreamConfig, stop: CancellationToken) -> Self {
         Upstream {
+            status: Mutex::new(UpstreamStatus::new(&config.transport)),
             config,
             stop,
             connection: RwLock::new(None),
-            status: Mutex::new(UpstreamStatus::default()),
         }
     }
 
@@ -604,7 +606,7 @@ pub(crate) async fn connect(
         }
     };
     match description.era {
-        Era::Legacy => shared.open_notifications(),
+        Era::Legacy => shared.open_notifications().await,
         Era::Modern => listen_for_changes(&shared, &description.capabilities),
     }
     Ok(Connection::new(shared, description))
@@ -625,13 +627,15 @@ async fn open_wire(
             env,
             cwd,
             rlimit,
+            sandbox,
         } => {
-            let spec = stdio::ChildSpec {
+            let spec = child::ChildSpec {
                 command,
                 args,
                 env,
                 cwd: cwd.as_ref(),
                 rlimit,
+                sandbox,
                 redactor: &settings.redactor,
             };
             let (wire, readers) = stdio::spawn(name, &spec)
