@@ -74,8 +74,9 @@ fn an_upstream_stderr_line_is_logged_redacted() {
         "echo \"booting with GITHUB_TOKEN={GITHUB} and key {AWS}\" >&2; exec {}",
         fixture_bin()
     );
-    let config =
-        format!("[[upstream]]\nname = \"fx\"\ncommand = \"sh\"\nargs = [\"-c\", {script:?}]\n");
+    let config = format!(
+        "[[upstream]]\nname = \"fx\"\ncommand = \"sh\"\nargs = [\"-c\", {script:?}]\nallow_dangerous = true\n"
+    );
     let (dir, path) = write_config(&config);
     let out = lock(&path);
     assert_eq!(out.status.code(), Some(0), "{out:?}");
