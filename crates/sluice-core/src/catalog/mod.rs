@@ -21,6 +21,7 @@
 pub mod definition;
 pub mod drift;
 pub mod lockfile;
+pub mod poisoning;
 
 use std::collections::HashMap;
 
