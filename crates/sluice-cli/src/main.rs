@@ -1,7 +1,7 @@
 //! The `sluice` command: glue only. It parses arguments, loads the config
 //! and the lockfile, starts the gateway (or reads catalogs for `lock` and
 //! `check`), and maps outcomes to exit codes, the same for every command: 0 ok,
-//! 1 drift found, 2 not established, 64 usage error, 70 internal error,
+//! 1 drift found (or, for `lock`, findings not accepted), 2 not established, 64 usage error, 70 internal error,
 //! 78 invalid configuration or lockfile.
 
 mod audit;
@@ -27,6 +27,7 @@ use tracing_subscriber::layer::SubscriberExt;
 use tracing_subscriber::util::SubscriberInitExt;
 
 const EXIT_DRIFT: u8 = 1;
+const EXIT_FINDINGS: u8 = 1;
 const EXIT_NOT_ESTABLISHED: u8 = 2;
 const EXIT_USAGE: u8 = 64;
 const EXIT_INTERNAL: u8 = 70;
@@ -59,7 +60,8 @@ enum Command {
     },
     /// Read every upstream's catalog to its end and write the approved
     /// definitions to the lockfile (exit 2, keeping the previous approval,
-    /// for an upstream whose read did not finish).
+    /// for an upstream whose read did not finish; exit 1, likewise, for an
+    /// upstream whose poisoning scan has findings).
     Lock {
         #[command(flatten)]
         source: ConfigArgs,
@@ -67,6 +69,10 @@ enum Command {
         /// approval.
         #[arg(long = "upstream", value_name = "NAME")]
         upstreams: Vec<String>,
+        /// Approve entries with poisoning findings, recording the findings
+        /// in the lockfile beside their digests.
+        #[arg(long)]
+        accept_findings: bool,
     },
     /// Compare every upstream's catalog with the lockfile: exit 0 unchanged,
     /// 1 drifted (the diff is printed), 2 not established.
@@ -255,13 +261,21 @@ fn run(cli: Cli, log_level: &str) -> anyhow::Result<ExitCode> {
         }),
         Command::Doctor(args) => doctor(args),
         Command::Audit(command) => audit::run(&command),
-        Command::Lock { source, upstreams } => {
+        Command::Lock {
+            source,
+            upstreams,
+            accept_findings,
+        } => {
             let config = match load(&source) {
                 Ok(config) => config,
                 Err(code) => return Ok(code),
             };
             let path = source.lockfile(&config);
-            runtime()?.block_on(pinning::lock(&config, &path, &upstreams))
+            let scope = pinning::LockScope {
+                upstreams: &upstreams,
+                accept_findings,
+            };
+            runtime()?.block_on(pinning::lock(&config, &path, scope))
         }
         Command::Check { source, json } => {
             let config = match load(&source) {

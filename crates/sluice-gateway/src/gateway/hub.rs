@@ -322,9 +322,6 @@ pub(super) async fn apply_reports(hub: Arc<Hub>, mut reports: mpsc::Receiver<Rep
 /// Shows what the lockfile made of an upstream's last complete read.
 fn record_approval(up: &Upstream, published: &Published) {
     let diff = &published.diff;
-    crate::ops::metrics::drift(
-        up.name(),
-        diff.added.len() + diff.removed.len() + diff.changed.len(),
-    );
+    crate::ops::metrics::drift(up.name(), diff.len());
     up.update(|s| s.judged(diff, published.pinned));
 }

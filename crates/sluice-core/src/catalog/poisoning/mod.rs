@@ -23,6 +23,8 @@
 
 mod text;
 
+pub use text::printable;
+
 #[cfg(test)]
 mod corpus;
 #[cfg(test)]
@@ -272,6 +274,12 @@ pub fn scan<'a>(
                     .flat_map(move |kind| named(kind, c).map(move |(n, _)| (*other, n)))
             })
             .collect();
+        // Naming one's own tool is documentation, even when another
+        // upstream (a second instance of the same server) has it too.
+        let own: Vec<&str> = [ListKind::Tools, ListKind::Prompts]
+            .into_iter()
+            .flat_map(|kind| named(kind, catalog).map(|(n, _)| n))
+            .collect();
         for kind in [ListKind::Tools, ListKind::Prompts] {
             for (name, entry) in named(kind, catalog) {
                 let mut found = Vec::new();
@@ -289,7 +297,7 @@ pub fn scan<'a>(
                 if let Some((other, tool)) = described.and_then(|d| {
                     others
                         .iter()
-                        .find(|(_, o)| distinctive(o) && *o != name && mentions(d, o))
+                        .find(|(_, o)| distinctive(o) && !own.contains(o) && mentions(d, o))
                 }) {
                     found.push(Finding {
                         rule: Rule::NamesOtherUpstreamTool,

@@ -105,8 +105,16 @@ fn two_upstreams_give_confusable_names_and_shadowing() {
     let files = tools(vec![
         json!({"name": "read_file", "description": "Reads a file."}),
         json!({"name": "add", "description": "Adds."}),
+        json!({"name": "write_file", "description": "Writes; read_file reads it back."}),
     ]);
-    let all = scan([("mail", &mail), ("evil", &evil), ("files", &files)]);
+    // A second instance of the same server names its own tools.
+    let files_too = files.clone();
+    let all = scan([
+        ("mail", &mail),
+        ("evil", &evil),
+        ("files", &files),
+        ("files_too", &files_too),
+    ]);
     let keys = |up: &str| -> Vec<String> {
         all[up]
             .iter()
@@ -125,6 +133,7 @@ fn two_upstreams_give_confusable_names_and_shadowing() {
     assert_eq!(keys("mail"), ["tool send_email: confusable-name at name"]);
     // The same short name on two upstreams is namespacing's business.
     assert_eq!(keys("files"), ["tool read_file: confusable-name at name"]);
+    assert_eq!(keys("files_too"), keys("files"));
 }
 
 #[test]

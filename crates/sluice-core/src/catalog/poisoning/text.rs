@@ -157,15 +157,20 @@ fn invisible(text: &str) -> Option<String> {
     Some(format!("{} ({} in all)", shown.join(" "), found.len()))
 }
 
-/// A short, printable quote of matched text: invisible characters spelled
-/// as code points, cut at [`MAX_EVIDENCE`] characters.
+/// A short, printable quote of matched text ([`printable`]), cut at
+/// [`MAX_EVIDENCE`] characters.
 pub(super) fn quote(text: &str) -> String {
-    let mut out = String::new();
-    for (n, c) in text.chars().enumerate() {
-        if n == MAX_EVIDENCE {
-            out.push('…');
-            break;
-        }
+    match text.char_indices().nth(MAX_EVIDENCE) {
+        Some((cut, _)) => format!("{}…", printable(&text[..cut])),
+        None => printable(text),
+    }
+}
+
+/// `text` with invisible characters and line breaks spelled as code points
+/// (`<U+202E>`), so that printing it shows what it holds.
+pub fn printable(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    for c in text.chars() {
         if is_invisible(c) || c == '\n' || c == '\r' || c == '\t' {
             out.push_str(&format!("<U+{:04X}>", u32::from(c)));
         } else {
