@@ -115,7 +115,7 @@ pub async fn lock(config: &Config, path: &Path, scope: LockScope<'_>) -> anyhow:
                             "{name}: not locked: the poisoning scan found, in {} entr{} (its previous approval, if any, is kept; review them, and approve them with `sluice lock --accept-findings`):\n{}",
                             found.len(),
                             if found.len() == 1 { "y" } else { "ies" },
-                            indent(&findings_lines(found))
+                            indent(&poisoning::lines(found))
                         );
                         continue;
                     }
@@ -137,7 +137,7 @@ pub async fn lock(config: &Config, path: &Path, scope: LockScope<'_>) -> anyhow:
                 if let Some(found) = found {
                     println!(
                         "  accepted findings, recorded in the lockfile:\n{}",
-                        indent(&indent(&findings_lines(found)))
+                        indent(&indent(&poisoning::lines(found)))
                     );
                 }
                 lock.upstreams.insert(name, approved);
@@ -198,17 +198,6 @@ fn scan(
         read.or(kept).map(|c| (u.name.as_str(), c))
     });
     poisoning::scan(catalogs)
-}
-
-/// One line per finding: `tool add: conceal-from-user at description: …`.
-fn findings_lines(findings: &CatalogFindings) -> String {
-    let mut lines = Vec::new();
-    for (id, found) in findings {
-        for f in found {
-            lines.push(format!("{id}: {f}"));
-        }
-    }
-    lines.join("\n")
 }
 
 fn refuse(name: &str, reason: &NotEstablished) {

@@ -34,7 +34,7 @@ use serde_json::Value;
 use super::UpstreamCatalog;
 use super::definition;
 use super::lockfile::LockedUpstream;
-use super::poisoning::{self, Finding};
+use super::poisoning::{self, CatalogFindings, Finding};
 use crate::discovery::{CatalogRead, IncompleteReason, ListKind};
 
 /// One entry of one list, by its name or URI.
@@ -149,6 +149,9 @@ pub struct Approval {
     pub withheld: Vec<Withheld>,
     /// The drift found (empty when unpinned or unchanged).
     pub diff: Diff,
+    /// Unpinned, the poisoning findings of the read (pinned, the findings
+    /// that matter are those the lockfile did not accept, in `diff`).
+    pub unpinned_findings: CatalogFindings,
 }
 
 // === impl Diff ===
@@ -323,6 +326,7 @@ pub fn approve(
         }
         return Approval {
             served,
+            unpinned_findings: poisoning::scan_catalog(live),
             ..Approval::default()
         };
     };
@@ -374,6 +378,7 @@ pub fn approve(
         served,
         withheld,
         diff,
+        unpinned_findings: CatalogFindings::new(),
     }
 }
 
@@ -554,6 +559,12 @@ mod tests {
         let a = approve(None, &live(), OnDrift::Block);
         assert_eq!(a.served, live());
         assert!(a.withheld.is_empty() && a.diff.is_empty());
+        let found: Vec<String> = a
+            .unpinned_findings
+            .keys()
+            .map(|id| id.to_string())
+            .collect();
+        assert_eq!(found, ["tool change"], "ignore previous instructions");
     }
 
     #[test]

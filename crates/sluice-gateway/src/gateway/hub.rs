@@ -11,6 +11,7 @@ use arc_swap::ArcSwap;
 use sluice_core::catalog::Federation;
 use sluice_core::catalog::UpstreamCatalog;
 use sluice_core::catalog::drift::{Approval, Diff};
+use sluice_core::catalog::poisoning;
 use sluice_core::health::{CatalogCounts, UpstreamStatus};
 use sluice_core::method::ListKind;
 use tokio::sync::{broadcast, mpsc, watch};
@@ -99,7 +100,7 @@ impl Hub {
         // The new federation replaces the old one while the approvals are
         // still locked: two upstreams publishing at once must not let the
         // older build overwrite the newer, nor a reload's.
-        let (live, old, new, previous, published) = {
+        let (live, old, new, previous, published, findings) = {
             let mut approvals = self
                 .approvals
                 .lock()
@@ -117,14 +118,24 @@ impl Hub {
                 diff: approval.diff.clone(),
                 pinned: live.lock.is_some(),
             };
+            let findings = approval.unpinned_findings.clone();
             let previous = approvals
                 .insert(name.to_owned(), Approved { catalog, approval })
-                .map(|a| a.approval.diff);
+                .map(|a| (a.approval.diff, a.approval.unpinned_findings));
             let (old, new) = self.rebuild(&live, &approvals);
-            (live, old, new, previous, published)
+            (live, old, new, previous, published, findings)
         };
-        if previous.as_ref() != Some(&published.diff) {
+        let (previous_diff, previous_findings) = previous.unzip();
+        if previous_diff.as_ref() != Some(&published.diff) {
             live.log_verdict(name, &published.diff);
+        }
+        if previous_findings.as_ref() != Some(&findings) && !findings.is_empty() {
+            tracing::warn!(
+                upstream = name,
+                "unpinned, so served as read, but the poisoning scan found, in {} entries (review them with `sluice lock`):\n{}",
+                findings.len(),
+                poisoning::lines(&findings)
+            );
         }
         self.announce(&old, &new);
         Some(published)

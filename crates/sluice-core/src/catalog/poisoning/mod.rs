@@ -185,6 +185,17 @@ impl fmt::Display for Finding {
     }
 }
 
+/// One line per finding: `tool add: conceal-from-user at description: …`.
+pub fn lines(findings: &CatalogFindings) -> String {
+    let mut out = Vec::new();
+    for (id, found) in findings {
+        for f in found {
+            out.push(format!("{id}: {f}"));
+        }
+    }
+    out.join("\n")
+}
+
 /// Whether a tool or prompt name is served: 1 to [`MAX_NAME`] characters
 /// of `A-Za-z0-9_.-`.
 pub fn valid_name(name: &str) -> bool {
