@@ -22,6 +22,7 @@ pub mod definition;
 pub mod drift;
 pub mod lockfile;
 pub mod poisoning;
+pub mod view;
 
 use std::collections::HashMap;
 

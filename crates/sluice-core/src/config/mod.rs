@@ -49,6 +49,7 @@ mod server;
 mod state;
 mod upstream;
 mod values;
+mod view;
 
 pub use boundary::{
     DEFAULT_TRANSPORT_MESSAGE_BYTES, LimitsConfig, MAX_TRANSPORT_MESSAGE_BYTES, ProjectionRule,
@@ -66,6 +67,7 @@ pub use server::{DEFAULT_LISTEN, DEFAULT_SEPARATOR, MCP_PATH, ServerConfig, expo
 pub use state::{AUDIT_RETENTION_RANGE, DEFAULT_AUDIT_RETENTION, StateConfig, StateStore};
 pub use upstream::{UpstreamConfig, UpstreamTransport};
 pub use values::{expand_env, parse_duration};
+pub use view::ViewConfig;
 
 use diagnostics::Diagnostics;
 use raw::RawConfig;
@@ -97,6 +99,8 @@ pub struct Config {
     pub metrics: MetricsConfig,
     /// `[telemetry]`.
     pub telemetry: TelemetryConfig,
+    /// `[[view]]`, in file order.
+    pub views: Vec<ViewConfig>,
 }
 
 impl Config {
@@ -145,6 +149,7 @@ impl Config {
             sensitive_elicitation: SensitiveElicitation::Refuse,
             metrics: MetricsConfig::default(),
             telemetry: TelemetryConfig::default(),
+            views: Vec::new(),
         })
     }
 
@@ -187,6 +192,7 @@ fn validate(
     let metrics = ops::validate_metrics(&raw.metrics, diags);
     let telemetry = ops::validate_telemetry(&raw.telemetry, diags);
     let sensitive_elicitation = security::validate_sensitive_elicitation(&raw.policy, diags);
+    let views = view::validate_views(&raw.view, diags);
     if let (Some(server), Some(auth)) = (&server, &auth) {
         server::check_exposure(server, auth, &raw.server, diags);
     }
@@ -203,6 +209,7 @@ fn validate(
         sensitive_elicitation: sensitive_elicitation?,
         metrics: metrics?,
         telemetry: telemetry?,
+        views,
     })
 }
 

@@ -36,6 +36,8 @@ pub(super) struct RawConfig {
     pub(super) metrics: RawMetrics,
     #[serde(default)]
     pub(super) telemetry: RawTelemetry,
+    #[serde(default)]
+    pub(super) view: Vec<super::view::RawView>,
 }
 
 /// `[server]`.

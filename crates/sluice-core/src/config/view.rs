@@ -1,0 +1,126 @@
+//! `[[view]]`: a named part of the federated catalog, served at
+//! `/mcp/<name>` and by `sluice serve --stdio --view <name>`.
+//!
+//! ```toml
+//! [[view]]
+//! name = "research"
+//! include = ["time__*", "everything__echo", "demo://resource/static/*"]
+//! exclude = ["*__delete*"]
+//! rename = { "time__get_current_time" = "now" }
+//! descriptions = { "everything__echo" = "Repeat a message back." }
+//! ```
+//!
+//! `include` and `exclude` are globs (`*` any run, `?` one character) over
+//! exposed names: namespaced tool and prompt names, resource URIs and
+//! template URI templates. An entry is in the view when some `include`
+//! matches it (no `include`: everything) and no `exclude` does. `rename`
+//! and `descriptions` are keyed by exposed name and change only what the
+//! view's clients see (see [`crate::catalog::view`]).
+
+use std::collections::BTreeMap;
+
+use serde::Deserialize;
+use toml::Spanned;
+
+use super::diagnostics::Diagnostics;
+use crate::catalog::poisoning::valid_name;
+
+/// One `[[view]]`, as written.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct RawView {
+    name: Spanned<String>,
+    #[serde(default)]
+    include: Vec<String>,
+    #[serde(default)]
+    exclude: Vec<String>,
+    #[serde(default)]
+    rename: BTreeMap<String, Spanned<String>>,
+    #[serde(default)]
+    descriptions: BTreeMap<String, String>,
+}
+
+/// One validated `[[view]]`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ViewConfig {
+    /// `name`: `[a-z0-9_-]`, 1 to 64 characters, unique; the path segment
+    /// of `/mcp/<name>`.
+    pub name: String,
+    /// `include`: globs of the exposed names shown (empty: all).
+    pub include: Vec<String>,
+    /// `exclude`: globs of the exposed names hidden.
+    pub exclude: Vec<String>,
+    /// `rename`: exposed tool or prompt name -> the name this view shows.
+    pub rename: BTreeMap<String, String>,
+    /// `descriptions`: exposed name -> the description this view shows.
+    pub descriptions: BTreeMap<String, String>,
+}
+
+/// The longest view name.
+const MAX_VIEW_NAME: usize = 64;
+
+pub(super) fn validate_views(raw: &[RawView], diags: &mut Diagnostics<'_>) -> Vec<ViewConfig> {
+    let mut out: Vec<ViewConfig> = Vec::new();
+    for (i, view) in raw.iter().enumerate() {
+        let key = format!("view[{i}].name");
+        let name = view.name.get_ref();
+        let well_formed = !name.is_empty()
+            && name.len() <= MAX_VIEW_NAME
+            && name
+                .bytes()
+                .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'_' || b == b'-');
+        if !well_formed {
+            diags.push(
+                Some(view.name.span()),
+                &key,
+                format!("{name:?} is not a view name: 1 to {MAX_VIEW_NAME} characters of a-z, 0-9, _ and -"),
+            );
+            continue;
+        }
+        if out.iter().any(|v| &v.name == name) {
+            diags.push(
+                Some(view.name.span()),
+                &key,
+                format!("view {name:?} is defined twice"),
+            );
+            continue;
+        }
+        let mut shown: Vec<&str> = Vec::new();
+        let mut ok = true;
+        for (from, to) in &view.rename {
+            let problem = if !valid_name(to.get_ref()) {
+                Some(format!(
+                    "{:?} is not a tool or prompt name: 1 to 128 characters of A-Z a-z 0-9 _ - .",
+                    to.get_ref()
+                ))
+            } else if shown.contains(&to.get_ref().as_str()) {
+                Some(format!("two entries are renamed {:?}", to.get_ref()))
+            } else {
+                None
+            };
+            if let Some(message) = problem {
+                diags.push(
+                    Some(to.span()),
+                    &format!("view[{i}].rename.{from}"),
+                    message,
+                );
+                ok = false;
+            }
+            shown.push(to.get_ref());
+        }
+        if ok {
+            out.push(ViewConfig {
+                name: name.clone(),
+                include: view.include.clone(),
+                exclude: view.exclude.clone(),
+                rename: view
+                    .rename
+                    .iter()
+                    .map(|(k, v)| (k.clone(), v.get_ref().clone()))
+                    .collect(),
+                descriptions: view.descriptions.clone(),
+            });
+        }
+    }
+    out
+}
