@@ -54,6 +54,10 @@ enum Command {
         /// Serve one client on stdin/stdout instead of HTTP.
         #[arg(long)]
         stdio: bool,
+        /// With --stdio: serve the part of the catalog `[[view]]` NAME
+        /// shows (over HTTP, a view is served at /mcp/NAME).
+        #[arg(long, value_name = "NAME", requires = "stdio")]
+        view: Option<String>,
         /// Override `[server] listen` (e.g. 127.0.0.1:0 for any free port).
         #[arg(long, value_name = "ADDR")]
         listen: Option<SocketAddr>,
@@ -288,12 +292,23 @@ fn run(cli: Cli, log_level: &str) -> anyhow::Result<ExitCode> {
         Command::Serve {
             source,
             stdio,
+            view,
             listen,
         } => {
             let mut config = match load(&source) {
                 Ok(config) => config,
                 Err(code) => return Ok(code),
             };
+            if let Some(view) = &view
+                && !config.views.iter().any(|v| &v.name == view)
+            {
+                let names: Vec<&str> = config.views.iter().map(|v| v.name.as_str()).collect();
+                eprintln!(
+                    "sluice: no [[view]] named {view:?} in the config (configured: {})",
+                    names.join(", ")
+                );
+                return Ok(ExitCode::from(EXIT_USAGE));
+            }
             let traces = match telemetry::start_traces(&config) {
                 Ok(Some((traces, layer))) => {
                     init_logging(log_level, Some(layer));
@@ -376,11 +391,16 @@ fn run(cli: Cli, log_level: &str) -> anyhow::Result<ExitCode> {
                 bound: (!stdio).then_some(config.server.listen),
             };
             let state_dir = state::dir(source.path(), &config);
+            let transport = if stdio {
+                Transport::Stdio(view.map(Arc::from))
+            } else {
+                Transport::Http
+            };
             runtime.block_on(serve(
                 config,
                 lock,
                 cursor_secret,
-                stdio,
+                transport,
                 sources,
                 traces,
                 &state_dir,
@@ -502,11 +522,19 @@ fn doctor(args: DoctorArgs) -> anyhow::Result<ExitCode> {
     Ok(ExitCode::from(report.exit_code()))
 }
 
+/// How `serve` meets its clients.
+enum Transport {
+    /// Streamable HTTP at `/mcp` (and `/mcp/<view>`).
+    Http,
+    /// One client on stdin/stdout, through a view or not.
+    Stdio(Option<Arc<str>>),
+}
+
 async fn serve(
     config: Config,
     lock: Option<Lockfile>,
     cursor_secret: [u8; 32],
-    stdio: bool,
+    transport: Transport,
     sources: reload::Sources,
     traces: Option<telemetry::Traces>,
     state_dir: &Path,
@@ -540,9 +568,10 @@ async fn serve(
             audit.close().await;
         }
     };
-    if stdio {
+    if let Transport::Stdio(view) = transport {
         let (input, output) = sluice_gateway::downstream::stdio::std_streams();
-        let served = sluice_gateway::downstream::stdio::serve(Arc::clone(&gateway), input, output);
+        let served =
+            sluice_gateway::downstream::stdio::serve(Arc::clone(&gateway), view, input, output);
         tokio::select! {
             () = served => tracing::info!("stdin closed; shutting down"),
             () = signal() => tracing::info!("signal received; shutting down"),
