@@ -124,3 +124,63 @@ pub(super) fn validate_views(raw: &[RawView], diags: &mut Diagnostics<'_>) -> Ve
     }
     out
 }
+
+#[cfg(test)]
+mod tests {
+    use crate::config::testing::{errors, parse};
+
+    const UPSTREAM: &str = "[[upstream]]\nname = \"a\"\ncommand = \"x\"\n";
+
+    #[test]
+    fn a_view_reads_with_its_globs_renames_and_descriptions() {
+        let text = format!(
+            "{UPSTREAM}[[view]]\nname = \"research\"\ninclude = [\"a__*\"]\nexclude = [\"a__rm\"]\nrename = {{ \"a__ls\" = \"list\" }}\ndescriptions = {{ \"a__ls\" = \"Lists.\" }}\n"
+        );
+        let config = parse(&text).expect("valid");
+        let view = &config.views[0];
+        assert_eq!(view.name, "research");
+        assert_eq!(
+            (view.include.as_slice(), view.exclude.as_slice()),
+            (&["a__*".to_owned()][..], &["a__rm".to_owned()][..])
+        );
+        assert_eq!(view.rename["a__ls"], "list");
+        assert_eq!(view.descriptions["a__ls"], "Lists.");
+        assert!(parse(UPSTREAM).expect("valid").views.is_empty());
+    }
+
+    #[test]
+    fn bad_views_say_where_and_why() {
+        let text = format!(
+            "{UPSTREAM}[[view]]\nname = \"Bad Name\"\n\n[[view]]\nname = \"v\"\n\n[[view]]\nname = \"v\"\n\n[[view]]\nname = \"w\"\nrename = {{ \"a__x\" = \"has space\", \"a__y\" = \"same\", \"a__z\" = \"same\" }}\n"
+        );
+        let e = errors(&text);
+        assert_eq!(e.len(), 4, "{e:#?}");
+        assert!(
+            e[0].starts_with("sluice.toml:5:8: view[0].name: \"Bad Name\" is not a view name"),
+            "{}",
+            e[0]
+        );
+        assert!(
+            e[1].contains("view[2].name: view \"v\" is defined twice"),
+            "{}",
+            e[1]
+        );
+        assert!(
+            e[2].contains("view[3].rename.a__x: \"has space\" is not a tool or prompt name"),
+            "{}",
+            e[2]
+        );
+        assert!(
+            e[3].contains("view[3].rename.a__z: two entries are renamed \"same\""),
+            "{}",
+            e[3]
+        );
+        let unknown = errors(&format!(
+            "{UPSTREAM}[[view]]\nname = \"v\"\nincludes = []\n"
+        ));
+        assert!(
+            unknown[0].contains("unknown field `includes`"),
+            "{unknown:?}"
+        );
+    }
+}
