@@ -33,18 +33,10 @@ use serde_json::Value;
 
 use super::UpstreamCatalog;
 use super::definition;
+pub use super::entry::EntryId;
 use super::lockfile::LockedUpstream;
 use super::poisoning::{self, CatalogFindings, Finding};
 use crate::discovery::{CatalogRead, IncompleteReason, ListKind};
-
-/// One entry of one list, by its name or URI.
-#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub struct EntryId {
-    /// Which list.
-    pub kind: ListKind,
-    /// Its name (tools, prompts), URI (resources) or URI template.
-    pub key: String,
-}
 
 /// An entry whose definition differs from the approved one.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -188,28 +180,6 @@ impl fmt::Display for Diff {
             lines.push(format!("! {}: {}", u.entry, keys.join(", ")));
         }
         f.write_str(&lines.join("\n"))
-    }
-}
-
-// === impl EntryId ===
-
-impl EntryId {
-    /// `tool`, `resource`, `resource template` or `prompt`.
-    pub fn noun(&self) -> &'static str {
-        match self.kind {
-            ListKind::Tools => "tool",
-            ListKind::Resources => "resource",
-            ListKind::ResourceTemplates => "resource template",
-            ListKind::Prompts => "prompt",
-        }
-    }
-}
-
-/// `tool read_file`, `resource file:///a`; invisible characters of the
-/// key spelled as code points ([`poisoning::printable`]).
-impl fmt::Display for EntryId {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{} {}", self.noun(), poisoning::printable(&self.key))
     }
 }
 

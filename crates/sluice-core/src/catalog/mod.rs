@@ -20,6 +20,7 @@
 
 pub mod definition;
 pub mod drift;
+pub mod entry;
 pub mod lockfile;
 pub mod poisoning;
 pub mod view;

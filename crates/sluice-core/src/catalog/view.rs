@@ -16,17 +16,34 @@
 //! - A read of a URI that no listed resource names goes, as in the whole
 //!   catalog, to the first template of the view that matches it.
 
+use std::collections::BTreeMap;
+
 use serde_json::Value;
 
 use super::Federation;
-use crate::config::ViewConfig;
 use crate::method::ListKind;
+
+/// One `[[view]]`: which entries it shows, and how.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct View {
+    /// `name`: `[a-z0-9_-]`, 1 to 64 characters, unique; the path segment
+    /// of `/mcp/<name>`.
+    pub name: String,
+    /// `include`: globs of the exposed names shown (empty: all).
+    pub include: Vec<String>,
+    /// `exclude`: globs of the exposed names hidden.
+    pub exclude: Vec<String>,
+    /// `rename`: exposed tool or prompt name -> the name this view shows.
+    pub rename: BTreeMap<String, String>,
+    /// `descriptions`: exposed name -> the description this view shows.
+    pub descriptions: BTreeMap<String, String>,
+}
 
 // === impl Federation ===
 
 impl Federation {
     /// The part of this federation `view` shows.
-    pub fn view(&self, view: &ViewConfig) -> Federation {
+    pub fn view(&self, view: &View) -> Federation {
         let shows = |key: &str| shown(view, key);
         let mut out = Federation::default();
         for (kind, routes) in [
@@ -97,13 +114,13 @@ impl Federation {
 }
 
 /// Whether `view` shows the entry whose exposed name or URI is `key`.
-pub fn shown(view: &ViewConfig, key: &str) -> bool {
+pub fn shown(view: &View, key: &str) -> bool {
     let included = view.include.is_empty() || view.include.iter().any(|g| glob(g, key));
     included && !view.exclude.iter().any(|g| glob(g, key))
 }
 
 /// `entry` with the view's description for `key`, if it has one.
-fn described(view: &ViewConfig, key: &str, entry: &Value) -> Value {
+fn described(view: &View, key: &str, entry: &Value) -> Value {
     let mut out = entry.clone();
     if let (Some(description), Some(obj)) = (view.descriptions.get(key), out.as_object_mut()) {
         obj.insert("description".into(), description.clone().into());
@@ -148,7 +165,6 @@ mod tests {
     use crate::catalog::drift::{DriftKind, EntryId, Withheld};
     use crate::naming::Naming;
     use serde_json::json;
-    use std::collections::BTreeMap;
 
     fn federation() -> Federation {
         let time = UpstreamCatalog {
@@ -188,8 +204,8 @@ mod tests {
         fed
     }
 
-    fn view(include: &[&str], exclude: &[&str]) -> ViewConfig {
-        ViewConfig {
+    fn view(include: &[&str], exclude: &[&str]) -> View {
+        View {
             name: "v".into(),
             include: include.iter().map(|s| (*s).to_owned()).collect(),
             exclude: exclude.iter().map(|s| (*s).to_owned()).collect(),
@@ -291,7 +307,7 @@ mod tests {
         assert_eq!(seen.tool("now"), Some(&seen.list(ListKind::Tools)[0]));
         // The whole catalog is unchanged.
         assert_eq!(
-            fed.tool("time__get_current_time").unwrap()["description"],
+            fed.tool("time__get_current_time").expect("listed")["description"],
             "Now."
         );
     }

@@ -67,7 +67,6 @@ pub use server::{DEFAULT_LISTEN, DEFAULT_SEPARATOR, MCP_PATH, ServerConfig, expo
 pub use state::{AUDIT_RETENTION_RANGE, DEFAULT_AUDIT_RETENTION, StateConfig, StateStore};
 pub use upstream::{UpstreamConfig, UpstreamTransport};
 pub use values::{expand_env, parse_duration};
-pub use view::ViewConfig;
 
 use diagnostics::Diagnostics;
 use raw::RawConfig;
@@ -100,7 +99,7 @@ pub struct Config {
     /// `[telemetry]`.
     pub telemetry: TelemetryConfig,
     /// `[[view]]`, in file order.
-    pub views: Vec<ViewConfig>,
+    pub views: Vec<crate::catalog::view::View>,
 }
 
 impl Config {

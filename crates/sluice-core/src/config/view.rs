@@ -15,7 +15,7 @@
 //! template URI templates. An entry is in the view when some `include`
 //! matches it (no `include`: everything) and no `exclude` does. `rename`
 //! and `descriptions` are keyed by exposed name and change only what the
-//! view's clients see (see [`crate::catalog::view`]).
+//! view's clients see (see [`crate::catalog::view`], which applies it).
 
 use std::collections::BTreeMap;
 
@@ -24,6 +24,7 @@ use toml::Spanned;
 
 use super::diagnostics::Diagnostics;
 use crate::catalog::poisoning::valid_name;
+use crate::catalog::view::View;
 
 /// One `[[view]]`, as written.
 #[derive(Debug, Deserialize)]
@@ -40,27 +41,11 @@ pub(super) struct RawView {
     descriptions: BTreeMap<String, String>,
 }
 
-/// One validated `[[view]]`.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct ViewConfig {
-    /// `name`: `[a-z0-9_-]`, 1 to 64 characters, unique; the path segment
-    /// of `/mcp/<name>`.
-    pub name: String,
-    /// `include`: globs of the exposed names shown (empty: all).
-    pub include: Vec<String>,
-    /// `exclude`: globs of the exposed names hidden.
-    pub exclude: Vec<String>,
-    /// `rename`: exposed tool or prompt name -> the name this view shows.
-    pub rename: BTreeMap<String, String>,
-    /// `descriptions`: exposed name -> the description this view shows.
-    pub descriptions: BTreeMap<String, String>,
-}
-
 /// The longest view name.
 const MAX_VIEW_NAME: usize = 64;
 
-pub(super) fn validate_views(raw: &[RawView], diags: &mut Diagnostics<'_>) -> Vec<ViewConfig> {
-    let mut out: Vec<ViewConfig> = Vec::new();
+pub(super) fn validate_views(raw: &[RawView], diags: &mut Diagnostics<'_>) -> Vec<View> {
+    let mut out: Vec<View> = Vec::new();
     for (i, view) in raw.iter().enumerate() {
         let key = format!("view[{i}].name");
         let name = view.name.get_ref();
@@ -109,7 +94,7 @@ pub(super) fn validate_views(raw: &[RawView], diags: &mut Diagnostics<'_>) -> Ve
             shown.push(to.get_ref());
         }
         if ok {
-            out.push(ViewConfig {
+            out.push(View {
                 name: name.clone(),
                 include: view.include.clone(),
                 exclude: view.exclude.clone(),

@@ -23,8 +23,6 @@
 
 mod text;
 
-pub use text::printable;
-
 #[cfg(test)]
 mod corpus;
 #[cfg(test)]
@@ -36,7 +34,7 @@ use std::fmt;
 use serde_json::Value;
 
 use super::UpstreamCatalog;
-use super::drift::EntryId;
+use super::entry::EntryId;
 use crate::discovery::ListKind;
 
 /// The longest tool or prompt name (MCP 2025-11-25, Tools).

@@ -12,6 +12,7 @@ use std::sync::LazyLock;
 use regex::{Regex, RegexSet};
 
 use super::Rule;
+use crate::catalog::entry::{is_invisible, printable};
 
 /// The phrase rules, in the order of [`PHRASES`]'s patterns.
 const PHRASE_RULES: [Rule; 8] = [
@@ -128,18 +129,6 @@ fn negated(before: &str) -> bool {
     })
 }
 
-/// Whether a character is invisible to a reader but read by a model:
-/// zero-width characters, bidirectional controls, tag characters, fillers,
-/// and control characters other than tab and line breaks.
-pub(super) fn is_invisible(c: char) -> bool {
-    matches!(c,
-        '\u{00AD}' | '\u{034F}' | '\u{061C}' | '\u{115F}' | '\u{1160}' | '\u{17B4}' | '\u{17B5}'
-        | '\u{180E}' | '\u{200B}'..='\u{200F}' | '\u{202A}'..='\u{202E}' | '\u{2060}'..='\u{2064}'
-        | '\u{2066}'..='\u{206F}' | '\u{3164}' | '\u{FEFF}' | '\u{FFA0}' | '\u{FFF9}'..='\u{FFFB}'
-        | '\u{E0000}'..='\u{E007F}')
-        || (c.is_control() && !matches!(c, '\t' | '\n' | '\r'))
-}
-
 /// The invisible characters of `text`, as code points (the first few).
 fn invisible(text: &str) -> Option<String> {
     const SHOWN: usize = 5;
@@ -164,18 +153,4 @@ pub(super) fn quote(text: &str) -> String {
         Some((cut, _)) => format!("{}…", printable(&text[..cut])),
         None => printable(text),
     }
-}
-
-/// `text` with invisible characters and line breaks spelled as code points
-/// (`<U+202E>`), so that printing it shows what it holds.
-pub fn printable(text: &str) -> String {
-    let mut out = String::with_capacity(text.len());
-    for c in text.chars() {
-        if is_invisible(c) || c == '\n' || c == '\r' || c == '\t' {
-            out.push_str(&format!("<U+{:04X}>", u32::from(c)));
-        } else {
-            out.push(c);
-        }
-    }
-    out
 }

@@ -41,7 +41,7 @@ pub(super) async fn post_mcp(
 ) -> Response {
     let view = match served_view(&state, &uri) {
         Ok(view) => view,
-        Err(response) => return response,
+        Err(status) => return status.into_response(),
     };
     let message = match Message::parse(&body) {
         None => return state.refuse_early(Denied::ParseError),
@@ -114,8 +114,7 @@ struct Incoming {
 /// The view a request's path names: `None` for `/mcp`, the name for
 /// `/mcp/<name>`, or a 404 when no `[[view]]` has that name (as for any
 /// path sluice does not serve).
-#[allow(clippy::result_large_err)]
-fn served_view(state: &HttpState, uri: &Uri) -> Result<Option<Arc<str>>, Response> {
+fn served_view(state: &HttpState, uri: &Uri) -> Result<Option<Arc<str>>, StatusCode> {
     let Some(name) = uri
         .path()
         .strip_prefix(MCP_PATH)
@@ -126,7 +125,7 @@ fn served_view(state: &HttpState, uri: &Uri) -> Result<Option<Arc<str>>, Respons
     if state.gateway.has_view(name) {
         Ok(Some(Arc::from(name)))
     } else {
-        Err(StatusCode::NOT_FOUND.into_response())
+        Err(StatusCode::NOT_FOUND)
     }
 }
 
