@@ -60,6 +60,22 @@ if command -v flock >/dev/null 2>&1; then
 fi
 
 # ---------------------------------------------------------------------------------------------
+# bubblewrap: the sandbox of stdio upstreams (examples/sluice.toml, tests/integration/test_sandbox.py)
+# ---------------------------------------------------------------------------------------------
+STEP="bubblewrap"
+if ! command -v bwrap >/dev/null 2>&1; then
+    command -v apt-get >/dev/null 2>&1 || die "bwrap not found and no apt-get: install bubblewrap by hand"
+    log "installing bubblewrap (Debian package)"
+    if ! apt-get install -y --no-install-recommends bubblewrap >"$PEERS/apt.log" 2>&1; then
+        apt-get update >>"$PEERS/apt.log" 2>&1 || true
+        apt-get install -y --no-install-recommends bubblewrap >>"$PEERS/apt.log" 2>&1 ||
+            die "could not install bubblewrap; see $PEERS/apt.log"
+    fi
+fi
+bwrap --ro-bind / / --unshare-all --die-with-parent --dev /dev --proc /proc --tmpfs /tmp true ||
+    die "bwrap cannot make a sandbox on this machine (are unprivileged user namespaces off?)"
+
+# ---------------------------------------------------------------------------------------------
 # npm peers
 # ---------------------------------------------------------------------------------------------
 STEP="npm peers"

@@ -204,8 +204,11 @@ class SluiceServer:
     `listening on http://127.0.0.1:PORT/mcp` line.
     """
 
-    def __init__(self, args: list[str], log_path: Path, env: dict[str, str] | None = None) -> None:
+    def __init__(
+        self, args: list[str], log_path: Path, env: dict[str, str] | None = None, cwd: Path | None = None
+    ) -> None:
         self.args = [str(H.SLUICE_BIN), *args]
+        self.cwd = cwd
         self.log_path = log_path
         self.env = {**os.environ, "RUST_BACKTRACE": "1", **(env or {})}
         self.proc: subprocess.Popen[bytes] | None = None
@@ -221,7 +224,12 @@ class SluiceServer:
 
     def start(self, timeout: float = H.CONNECT_TIMEOUT) -> SluiceServer:
         self.proc = subprocess.Popen(
-            self.args, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=self.env
+            self.args,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
+            env=self.env,
+            cwd=self.cwd,
         )
         self._reader = threading.Thread(target=self._read_stderr, name="sluice-stderr", daemon=True)
         self._reader.start()
@@ -344,8 +352,14 @@ def sluice_servers() -> Any:
     stopped (and checked) at teardown."""
     started: list[SluiceServer] = []
 
-    def start(config_args: list[str], log_path: Path, names: set[str], env: dict[str, str] | None = None) -> SluiceServer:
-        srv = SluiceServer(["serve", *config_args, "--listen", "127.0.0.1:0"], log_path, env=env)
+    def start(
+        config_args: list[str],
+        log_path: Path,
+        names: set[str],
+        env: dict[str, str] | None = None,
+        cwd: Path | None = None,
+    ) -> SluiceServer:
+        srv = SluiceServer(["serve", *config_args, "--listen", "127.0.0.1:0"], log_path, env=env, cwd=cwd)
         started.append(srv)
         srv.start()
         srv.wait_healthy(names)

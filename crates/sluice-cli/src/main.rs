@@ -1,12 +1,18 @@
 //! The `sluice` command: glue only. It parses arguments, loads the config
 //! and the lockfile, starts the gateway (or reads catalogs for `lock` and
-//! `check`), and maps outcomes to exit codes, the same for every command: 0 ok,
-//! 1 drift found (or, for `lock`, findings not accepted), 2 not established, 64 usage error, 70 internal error,
+//! `check`), prints completions and the man page (`shell`), and maps
+//! outcomes to exit codes, the same for every command: 0 ok,
+//! 1 drift found (or, for `lock`, findings not accepted), 2 not
+//! established, 64 usage error, 70 internal error,
 //! 78 invalid configuration or lockfile.
 
 mod audit;
+mod client_config;
+mod import;
 mod pinning;
+mod progress;
 mod reload;
+mod shell;
 mod state;
 mod telemetry;
 
@@ -36,13 +42,37 @@ const EXIT_CONFIG: u8 = 78;
 /// The config file read when none is named.
 const DEFAULT_CONFIG: &str = "sluice.toml";
 
-/// sluice: an MCP gateway that makes what flows through it complete,
-/// bounded and honest.
+/// An MCP gateway that makes what flows through it complete, bounded and
+/// honest.
 #[derive(Parser)]
-#[command(name = "sluice", version, about)]
+#[command(name = "sluice", version)]
 struct Cli {
+    /// Colour in the log: auto (on a terminal, unless NO_COLOR is set),
+    /// always or never.
+    #[arg(long, global = true, value_enum, default_value_t = Color::Auto)]
+    color: Color,
     #[command(subcommand)]
     command: Command,
+}
+
+/// `--color`.
+#[derive(Clone, Copy, PartialEq, Eq, Debug, clap::ValueEnum)]
+enum Color {
+    Auto,
+    Always,
+    Never,
+}
+
+impl Color {
+    /// Whether the log gets ANSI colours: `auto` only on a terminal and when
+    /// `NO_COLOR` is unset or empty (no-color.org: a flag overrides it).
+    fn ansi(self, no_color: Option<&std::ffi::OsStr>, terminal: bool) -> bool {
+        match self {
+            Color::Always => true,
+            Color::Never => false,
+            Color::Auto => terminal && no_color.is_none_or(|v| v.is_empty()),
+        }
+    }
 }
 
 #[derive(Subcommand)]
@@ -50,7 +80,7 @@ enum Command {
     /// Run the gateway: Streamable HTTP at http://LISTEN/mcp, or stdio.
     Serve {
         #[command(flatten)]
-        source: ConfigArgs,
+        source: PinnedConfigArgs,
         /// Serve one client on stdin/stdout instead of HTTP.
         #[arg(long)]
         stdio: bool,
@@ -68,7 +98,7 @@ enum Command {
     /// upstream whose poisoning scan has findings).
     Lock {
         #[command(flatten)]
-        source: ConfigArgs,
+        source: PinnedConfigArgs,
         /// Lock only this upstream (repeatable); the others keep their
         /// approval.
         #[arg(long = "upstream", value_name = "NAME")]
@@ -82,7 +112,7 @@ enum Command {
     /// 1 drifted (the diff is printed), 2 not established.
     Check {
         #[command(flatten)]
-        source: ConfigArgs,
+        source: PinnedConfigArgs,
         /// Print the verdicts as one JSON object.
         #[arg(long)]
         json: bool,
@@ -93,7 +123,8 @@ enum Command {
     /// `sluice doctor -- COMMAND ARGS...` starts a stdio server;
     /// `sluice doctor URL` reaches a Streamable HTTP one. Only tools
     /// annotated readOnlyHint: true are called, with arguments made from
-    /// their input schema.
+    /// their input schema. `sluice doctor --config FILE` judges sluice's
+    /// own configuration instead (S-21: its stdio upstreams sandboxed).
     Doctor(DoctorArgs),
     /// Read the audit log, newest first, a page at a time: one row per
     /// decision (exit 64 for a bad filter or cursor).
@@ -103,6 +134,22 @@ enum Command {
         #[command(subcommand)]
         command: ConfigCommand,
     },
+    /// Add a server of the official MCP registry (its server.json: an npm,
+    /// PyPI or OCI package, or a streamable-http remote) to sluice.toml as
+    /// an `[[upstream]]`.
+    Import(import::ImportCommand),
+    /// Print the entry an MCP client (Claude Desktop, Cursor, VS Code,
+    /// Claude Code) needs to reach sluice, or merge it into the client's
+    /// file with --write.
+    ClientConfig(client_config::ClientConfigCommand),
+    /// Print a shell completion script: e.g. `sluice completions bash >
+    /// ~/.local/share/bash-completion/completions/sluice`.
+    Completions {
+        /// The shell.
+        shell: clap_complete::Shell,
+    },
+    /// Print the man page (roff): e.g. `sluice man > ~/.local/share/man/man1/sluice.1`.
+    Man,
 }
 
 #[derive(Subcommand)]
@@ -140,9 +187,12 @@ struct DoctorArgs {
     #[arg(long, value_name = "BYTES", default_value_t = sluice_core::boundary::budget::DEFAULT_READ_BUDGET,
           value_parser = parse_budget_arg)]
     read_budget: usize,
+    /// Judge this sluice.toml (S-21), not a server.
+    #[arg(long, value_name = "FILE", conflicts_with = "target")]
+    config: Option<PathBuf>,
     /// A URL (http:// or https://), or after `--`, a command and its arguments.
     #[arg(
-        required = true,
+        required_unless_present = "config",
         trailing_var_arg = true,
         allow_hyphen_values = true,
         value_name = "URL | COMMAND ARGS"
@@ -182,15 +232,29 @@ struct ConfigArgs {
     /// Use a Claude Desktop / Cursor / VS Code mcp.json instead.
     #[arg(long, value_name = "FILE")]
     mcp_json: Option<PathBuf>,
+}
+
+impl ConfigArgs {
+    fn path(&self) -> &Path {
+        self.mcp_json.as_deref().unwrap_or(&self.config)
+    }
+}
+
+/// The configuration and its lockfile: for the commands that read or
+/// write the lockfile (`serve`, `lock`, `check`).
+#[derive(clap::Args)]
+struct PinnedConfigArgs {
+    #[command(flatten)]
+    file: ConfigArgs,
     /// The lockfile (default: `[catalog] lockfile`, relative to the
     /// config file's directory).
     #[arg(long, value_name = "FILE")]
     lockfile: Option<PathBuf>,
 }
 
-impl ConfigArgs {
+impl PinnedConfigArgs {
     fn path(&self) -> &Path {
-        self.mcp_json.as_deref().unwrap_or(&self.config)
+        self.file.path()
     }
 
     fn lockfile(&self, config: &Config) -> PathBuf {
@@ -219,7 +283,17 @@ fn main() -> ExitCode {
         }
         _ => "info",
     };
-    match run(cli, default_level) {
+    let ansi = cli.color.ansi(
+        std::env::var_os("NO_COLOR").as_deref(),
+        std::io::stderr().is_terminal(),
+    );
+    match run(
+        cli,
+        Logging {
+            default_level,
+            ansi,
+        },
+    ) {
         Ok(code) => code,
         Err(e) => {
             eprintln!("sluice: error: {e:#}");
@@ -228,41 +302,55 @@ fn main() -> ExitCode {
     }
 }
 
-/// Logs to stderr at `SLUICE_LOG` (default `level`); spans also go to
-/// `traces` when given (`serve` with `[telemetry]`).
-fn init_logging(level: &str, traces: Option<telemetry::TraceLayer>) {
+/// How the log is written: its level unless `SLUICE_LOG` says otherwise,
+/// and whether in colour.
+#[derive(Clone, Copy)]
+struct Logging {
+    default_level: &'static str,
+    ansi: bool,
+}
+
+/// Logs to stderr at `SLUICE_LOG` (default `logging.default_level`); spans
+/// also go to `traces` when given (`serve` with `[telemetry]`).
+fn init_logging(logging: Logging, traces: Option<telemetry::TraceLayer>) {
     // The log level filters the log only: traces keep sluice's spans
     // whatever `SLUICE_LOG` says.
-    let log_filter =
-        EnvFilter::try_from_env("SLUICE_LOG").unwrap_or_else(|_| EnvFilter::new(level));
+    let log_filter = EnvFilter::try_from_env("SLUICE_LOG")
+        .unwrap_or_else(|_| EnvFilter::new(logging.default_level));
     tracing_subscriber::registry()
         .with(traces)
         .with(
             tracing_subscriber::fmt::layer()
                 .with_writer(std::io::stderr)
-                .with_ansi(std::io::stderr().is_terminal())
+                .with_ansi(logging.ansi)
                 .with_target(false)
                 .with_filter(log_filter),
         )
         .init();
 }
 
-fn run(cli: Cli, log_level: &str) -> anyhow::Result<ExitCode> {
+fn run(cli: Cli, logging: Logging) -> anyhow::Result<ExitCode> {
     // `serve` starts logging once its config says where traces go.
     if !matches!(cli.command, Command::Serve { .. }) {
-        init_logging(log_level, None);
+        init_logging(logging, None);
     }
     match cli.command {
         Command::Config {
             command: ConfigCommand::Check { source },
         } => Ok(match load(&source) {
-            Ok(config) => {
-                let names: Vec<&str> = config.upstreams.iter().map(|u| u.name.as_str()).collect();
-                println!("ok: {} upstream(s): {}", names.len(), names.join(", "));
-                ExitCode::SUCCESS
-            }
+            Ok(config) => config_check(&config, source.path()),
             Err(code) => code,
         }),
+        Command::Completions { shell } => {
+            shell::completions(shell);
+            Ok(ExitCode::SUCCESS)
+        }
+        Command::Man => {
+            shell::man().context("writing the man page")?;
+            Ok(ExitCode::SUCCESS)
+        }
+        Command::ClientConfig(command) => client_config::run(&command),
+        Command::Import(command) => import::run(&command),
         Command::Doctor(args) => doctor(args),
         Command::Audit(command) => audit::run(&command),
         Command::Lock {
@@ -270,7 +358,7 @@ fn run(cli: Cli, log_level: &str) -> anyhow::Result<ExitCode> {
             upstreams,
             accept_findings,
         } => {
-            let config = match load(&source) {
+            let config = match load(&source.file) {
                 Ok(config) => config,
                 Err(code) => return Ok(code),
             };
@@ -282,7 +370,7 @@ fn run(cli: Cli, log_level: &str) -> anyhow::Result<ExitCode> {
             runtime()?.block_on(pinning::lock(&config, &path, scope))
         }
         Command::Check { source, json } => {
-            let config = match load(&source) {
+            let config = match load(&source.file) {
                 Ok(config) => config,
                 Err(code) => return Ok(code),
             };
@@ -295,7 +383,7 @@ fn run(cli: Cli, log_level: &str) -> anyhow::Result<ExitCode> {
             view,
             listen,
         } => {
-            let mut config = match load(&source) {
+            let mut config = match load(&source.file) {
                 Ok(config) => config,
                 Err(code) => return Ok(code),
             };
@@ -311,7 +399,7 @@ fn run(cli: Cli, log_level: &str) -> anyhow::Result<ExitCode> {
             }
             let traces = match telemetry::start_traces(&config) {
                 Ok(Some((traces, layer))) => {
-                    init_logging(log_level, Some(layer));
+                    init_logging(logging, Some(layer));
                     tracing::info!(
                         "exporting traces to {}/v1/traces",
                         config
@@ -323,7 +411,7 @@ fn run(cli: Cli, log_level: &str) -> anyhow::Result<ExitCode> {
                     Some(traces)
                 }
                 Ok(None) => {
-                    init_logging(log_level, None);
+                    init_logging(logging, None);
                     None
                 }
                 Err(e) => {
@@ -385,7 +473,7 @@ fn run(cli: Cli, log_level: &str) -> anyhow::Result<ExitCode> {
             };
             let sources = reload::Sources {
                 config: source.path().to_owned(),
-                is_json: source.mcp_json.is_some(),
+                is_json: source.file.mcp_json.is_some(),
                 lockfile: path,
                 listen_flag: listen,
                 bound: (!stdio).then_some(config.server.listen),
@@ -411,6 +499,29 @@ fn run(cli: Cli, log_level: &str) -> anyhow::Result<ExitCode> {
 
 fn runtime() -> anyhow::Result<tokio::runtime::Runtime> {
     tokio::runtime::Runtime::new().context("starting the async runtime")
+}
+
+/// `sluice config check` of a config that loads: what [`config::preflight`]
+/// finds (host names resolved here), or the upstreams it names.
+fn config_check(config: &Config, path: &Path) -> ExitCode {
+    use std::net::ToSocketAddrs;
+    let resolve = |host: &str, port: u16| {
+        (host, port)
+            .to_socket_addrs()
+            .map(|addrs| addrs.map(|a| a.ip()).collect())
+            .unwrap_or_default()
+    };
+    let problems = config::preflight(config, &path.display().to_string(), &resolve);
+    if !problems.is_empty() {
+        for p in &problems {
+            eprintln!("{p}");
+        }
+        eprintln!("sluice: {} configuration problem(s)", problems.len());
+        return ExitCode::from(EXIT_CONFIG);
+    }
+    let names: Vec<&str> = config.upstreams.iter().map(|u| u.name.as_str()).collect();
+    println!("ok: {} upstream(s): {}", names.len(), names.join(", "));
+    ExitCode::SUCCESS
 }
 
 /// Loads and validates the config; on failure prints every problem and
@@ -468,6 +579,19 @@ fn read_config(path: &Path, is_json: bool) -> Result<Config, Vec<String>> {
 /// `sluice doctor`: examine, print, exit with the verdict.
 fn doctor(args: DoctorArgs) -> anyhow::Result<ExitCode> {
     use sluice_gateway::doctor::{Options, Target, examine};
+    if let Some(path) = &args.config {
+        let config = match read_config(path, false) {
+            Ok(config) => config,
+            Err(problems) => {
+                for p in &problems {
+                    eprintln!("{p}");
+                }
+                return Ok(ExitCode::from(EXIT_CONFIG));
+            }
+        };
+        let report = sluice_core::doctor::sandboxing::report(path.display().to_string(), &config);
+        return print_report(&args, &report);
+    }
     let target = match args.target.as_slice() {
         [url] if url.starts_with("http://") || url.starts_with("https://") => {
             Target::Http { url: url.clone() }
@@ -509,6 +633,14 @@ fn doctor(args: DoctorArgs) -> anyhow::Result<ExitCode> {
         budget: args.budget,
     };
     let report = runtime()?.block_on(examine(&options));
+    print_report(&args, &report)
+}
+
+/// Prints `report` as `args` ask, and exits with its verdict.
+fn print_report(
+    args: &DoctorArgs,
+    report: &sluice_core::doctor::Report,
+) -> anyhow::Result<ExitCode> {
     if args.json {
         println!("{}", serde_json::to_string_pretty(&report.to_json())?);
     } else {
@@ -540,6 +672,18 @@ async fn serve(
     state_dir: &Path,
 ) -> anyhow::Result<ExitCode> {
     let listen = config.server.listen;
+    // The port first: when it is taken, no upstream has been spawned for
+    // nothing.
+    let (listener, view) = match transport {
+        Transport::Stdio(view) => (None, view),
+        Transport::Http => match tokio::net::TcpListener::bind(listen).await {
+            Ok(listener) => (Some(listener), None),
+            Err(e) => {
+                eprintln!("sluice: cannot listen on {listen}: {e}; nothing was started");
+                return Ok(ExitCode::from(EXIT_INTERNAL));
+            }
+        },
+    };
     if let Err(e) = telemetry::start_metrics(&config).await {
         eprintln!("sluice: {e:#}");
         return Ok(ExitCode::from(EXIT_INTERNAL));
@@ -568,7 +712,7 @@ async fn serve(
             audit.close().await;
         }
     };
-    if let Transport::Stdio(view) = transport {
+    let Some(listener) = listener else {
         let (input, output) = sluice_gateway::downstream::stdio::std_streams();
         let served =
             sluice_gateway::downstream::stdio::serve(Arc::clone(&gateway), view, input, output);
@@ -582,15 +726,6 @@ async fn serve(
             traces.shutdown().await;
         }
         return Ok(ExitCode::SUCCESS);
-    }
-    let listener = match tokio::net::TcpListener::bind(listen).await {
-        Ok(listener) => listener,
-        Err(e) => {
-            eprintln!("sluice: cannot listen on {listen}: {e}");
-            gateway.shutdown().await;
-            close_audit().await;
-            return Ok(ExitCode::from(EXIT_INTERNAL));
-        }
     };
     let local = listener.local_addr().context("reading the bound address")?;
     if !gateway.auth().is_on() {
@@ -636,5 +771,23 @@ async fn signal() {
     tokio::select! {
         _ = tokio::signal::ctrl_c() => {}
         _ = term.recv() => {}
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::ffi::OsStr;
+
+    use super::Color;
+
+    #[test]
+    fn no_color_turns_auto_off_and_a_flag_wins() {
+        let set = Some(OsStr::new("1"));
+        assert!(Color::Auto.ansi(None, true));
+        assert!(Color::Auto.ansi(Some(OsStr::new("")), true));
+        assert!(!Color::Auto.ansi(set, true));
+        assert!(!Color::Auto.ansi(None, false));
+        assert!(Color::Always.ansi(set, false));
+        assert!(!Color::Never.ansi(None, true));
     }
 }

@@ -18,6 +18,7 @@ use sluice_core::catalog::poisoning::{self, CatalogFindings};
 use sluice_core::config::Config;
 use sluice_core::discovery::{CatalogRead, ListKind};
 
+use crate::progress::ReadProgress;
 use crate::{EXIT_CONFIG, EXIT_DRIFT, EXIT_FINDINGS, EXIT_NOT_ESTABLISHED, EXIT_USAGE};
 
 /// Where the lockfile is: `--lockfile`, else `[catalog] lockfile` relative
@@ -91,7 +92,11 @@ pub async fn lock(config: &Config, path: &Path, scope: LockScope<'_>) -> anyhow:
         }
     };
     let names = if partial { only.to_vec() } else { configured };
-    let reads = sluice_gateway::gateway::read_catalogs(config, &names).await;
+    let mut progress = ReadProgress::start(&names);
+    let reads =
+        sluice_gateway::gateway::read_catalogs(config, &names, &mut |name| progress.done(name))
+            .await;
+    progress.finish();
     let mut lock = old.clone().unwrap_or_default();
     if !partial {
         lock.upstreams.retain(|name, _| names.contains(name));
@@ -226,7 +231,11 @@ pub async fn check(config: &Config, path: &Path, as_json: bool) -> anyhow::Resul
         Err(code) => return Ok(code),
     };
     let names: Vec<String> = config.upstreams.iter().map(|u| u.name.clone()).collect();
-    let reads = sluice_gateway::gateway::read_catalogs(config, &names).await;
+    let mut progress = ReadProgress::start(&names);
+    let reads =
+        sluice_gateway::gateway::read_catalogs(config, &names, &mut |name| progress.done(name))
+            .await;
+    progress.finish();
     let unlocked = LockedUpstream::default();
     let mut report: Vec<(String, Verdict, Option<[usize; 4]>)> = Vec::new();
     for (name, read) in reads {

@@ -372,3 +372,32 @@ fn poisoning_detectors() {
         "{f}"
     );
 }
+
+/// `--config`: S-21 judged on sluice's own configuration, no server
+/// started.
+#[test]
+fn the_sandbox_rule_judges_sluices_own_config() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("sluice.toml");
+    let judge = |text: &str| {
+        std::fs::write(&path, text).unwrap();
+        run(&["--config".to_owned(), path.display().to_string()])
+    };
+    let (report, out) = judge("[[upstream]]\nname = \"a\"\ncommand = \"node\"\n");
+    assert_eq!(out.status.code(), Some(1), "{report}");
+    assert_eq!(report["transport"], "config");
+    assert_eq!(report["findings"].as_array().map(Vec::len), Some(1));
+    let s21 = finding(&report, "S-21/sandboxed");
+    assert_eq!(s21["verdict"], "fail");
+    assert_eq!(
+        s21["evidence"],
+        json!(["upstream \"a\" runs unsandboxed, with sluice's rights"])
+    );
+    let (report, out) =
+        judge("[sandbox]\nenabled = true\n[[upstream]]\nname = \"a\"\ncommand = \"node\"\n");
+    assert_eq!(out.status.code(), Some(0), "{report}");
+    assert_eq!(
+        finding(&report, "S-21/sandboxed")["note"],
+        "1 stdio upstream(s), all sandboxed (bwrap)"
+    );
+}

@@ -142,7 +142,7 @@ fn config(era: UpstreamEra, wire: &Wire) -> String {
     ];
     let args: Vec<String> = args.iter().map(|a| format!("{a:?}")).collect();
     format!(
-        "[server]\nrequest_timeout = \"120s\"\n\n[[upstream]]\nname = \"{UPSTREAM}\"\ncommand = \"sh\"\nargs = [{}]\n",
+        "[server]\nrequest_timeout = \"120s\"\n\n[[upstream]]\nname = \"{UPSTREAM}\"\ncommand = \"sh\"\nargs = [{}]\nallow_dangerous = true\n",
         args.join(", ")
     )
 }

@@ -153,7 +153,14 @@ async fn the_guards_refuse_before_dispatch() {
     assert_eq!(resp.status(), 400);
     assert_eq!(body(resp).await["error"]["code"], json!(-32602));
     // Not JSON, and batches.
-    let resp = s.client.post(&s.url).body("{nope").send().await.unwrap();
+    let resp = s
+        .client
+        .post(&s.url)
+        .header("content-type", "application/json")
+        .body("{nope")
+        .send()
+        .await
+        .unwrap();
     assert_eq!(resp.status(), 400);
     assert_eq!(body(resp).await["error"]["code"], json!(-32700));
     let resp = s.post(&json!([list]), &[]).await;

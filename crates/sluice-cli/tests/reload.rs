@@ -222,10 +222,13 @@ async fn an_edited_config_swaps_upstreams_under_live_clients_and_a_bad_edit_is_r
         text.contains("sluice.toml:4:31: limits.mcp_read_response_max_bytes: 10 is out of range"),
         "{text}"
     );
-    // A typo'd key stops the parse at that key.
+    // A typo'd key is refused, with the key it meant.
     std::fs::write(&path, format!("[server]\nrequest_timeuot = \"5s\"\n{a}{b}")).unwrap();
     let text = log.wait_for("reload rejected: 1 problem(s)", 1).await;
-    assert!(text.contains("unknown field `request_timeuot`"), "{text}");
+    assert!(
+        text.contains("server.request_timeuot: unknown key; did you mean `request_timeout`?"),
+        "{text}"
+    );
     assert_eq!(all_tools(&s, Some(&session)).await, tools_of(&["a", "c"]));
     assert!(s.health().await["upstreams"].get("b").is_none());
     assert_eq!(child_with(sluice_pid, "modern"), a_pid);

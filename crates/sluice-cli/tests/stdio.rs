@@ -458,7 +458,10 @@ impl StdioSluice {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn a_message_over_the_transport_ceiling_is_never_buffered() {
-    let mut s = StdioSluice::start(&two_upstreams()).await;
+    // Writing and discarding 17 MiB takes the debug fixture more than 2 s
+    // on a loaded machine: a timeout here would hide what is tested.
+    let config = two_upstreams().replace("request_timeout = \"2s\"", "request_timeout = \"60s\"");
+    let mut s = StdioSluice::start(&config).await;
     s.initialize(json!({})).await;
     // State that only this fixture process has: a tool added at run time.
     // A restarted fixture would not know it.
@@ -703,8 +706,9 @@ async fn endless_stderr_without_newlines_is_not_buffered() {
         "head -c 64000000 /dev/zero | tr '\\0' x >&2; exec {}",
         fixture_bin()
     );
-    let config =
-        format!("[[upstream]]\nname = \"noisy\"\ncommand = \"sh\"\nargs = [\"-c\", {script:?}]\n");
+    let config = format!(
+        "[[upstream]]\nname = \"noisy\"\ncommand = \"sh\"\nargs = [\"-c\", {script:?}]\nallow_dangerous = true\n"
+    );
     let mut s = StdioSluice::start(&config).await;
     s.initialize(json!({})).await;
     let r = s

@@ -19,7 +19,7 @@
 use serde_json::{Map, Value, json};
 
 use crate::canonical;
-use crate::jsonrpc::RpcError;
+use crate::jsonrpc::{self, RpcError};
 use crate::seal::SealKey;
 
 /// The largest `limit`.
@@ -95,7 +95,8 @@ pub fn parse_limit(value: Option<&Value>, default: usize) -> Result<usize, RpcEr
         .filter(|n| (1..=MAX_LIMIT).contains(n))
         .ok_or_else(|| {
             RpcError::invalid_params(format!(
-                "limit must be an integer from 1 to {MAX_LIMIT} (got {value})"
+                "limit must be an integer from 1 to {MAX_LIMIT} (got {})",
+                jsonrpc::excerpt(value)
             ))
         })
 }
@@ -107,7 +108,8 @@ pub fn parse_fields(value: Option<&Value>, default: Fields) -> Result<Fields, Rp
         Some(v) if v == "lite" => Ok(Fields::Lite),
         Some(v) if v == "full" => Ok(Fields::Full),
         Some(v) => Err(RpcError::invalid_params(format!(
-            "fields must be \"lite\" or \"full\" (got {v})"
+            "fields must be \"lite\" or \"full\" (got {})",
+            jsonrpc::excerpt(v)
         ))),
     }
 }

@@ -12,8 +12,10 @@ use serde::Serialize;
 
 use crate::boundary::redact::Redactor;
 use crate::catalog::drift::{Diff, NotEstablished};
+use crate::config::UpstreamTransport;
 use crate::discovery::UpstreamCatalog;
 use crate::protocol::Era;
+use crate::sandbox::SandboxSummary;
 
 /// Where an upstream's connection stands.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -112,6 +114,9 @@ pub struct UpstreamStatus {
     /// What drifted, when `approval` is [`ApprovalState::Drifted`].
     #[serde(skip_serializing_if = "Option::is_none")]
     pub drift: Option<DriftCounts>,
+    /// How a stdio upstream's child is contained (S-21); none for HTTP.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub sandbox: Option<SandboxSummary>,
 }
 
 // === impl UpstreamState ===
@@ -194,11 +199,25 @@ impl Default for UpstreamStatus {
             prompts: 0,
             approval: ApprovalState::Pending,
             drift: None,
+            sandbox: None,
         }
     }
 }
 
 impl UpstreamStatus {
+    /// A configured upstream reached by `transport`, before its first
+    /// connection.
+    pub fn new(transport: &UpstreamTransport) -> Self {
+        let sandbox = match transport {
+            UpstreamTransport::Stdio { sandbox, .. } => Some(sandbox.summary()),
+            UpstreamTransport::Http { .. } => None,
+        };
+        UpstreamStatus {
+            sandbox,
+            ..UpstreamStatus::default()
+        }
+    }
+
     /// Whether the upstream is connected.
     pub fn is_ready(&self) -> bool {
         self.state == UpstreamState::Ready
@@ -280,6 +299,7 @@ mod tests {
     use super::*;
     use crate::catalog::drift::EntryId;
     use crate::discovery::{IncompleteReason, ListKind};
+    use crate::sandbox::{SandboxPolicy, Sandboxing};
 
     fn word(value: impl Serialize) -> Value {
         serde_json::to_value(value).expect("serializes")
@@ -296,6 +316,33 @@ mod tests {
                 "approval": "pending",
             })
         );
+    }
+
+    #[test]
+    fn a_stdio_upstream_shows_its_sandbox() {
+        let stdio = |sandbox| UpstreamTransport::Stdio {
+            command: "node".into(),
+            args: vec![],
+            env: Default::default(),
+            cwd: None,
+            rlimit: Default::default(),
+            sandbox,
+        };
+        let value = word(UpstreamStatus::new(&stdio(Sandboxing::Bwrap(
+            SandboxPolicy::default(),
+        ))));
+        assert_eq!(
+            value["sandbox"],
+            json!({"kind": "bwrap", "network": false, "read": 0, "write": 0})
+        );
+        let value = word(UpstreamStatus::new(&stdio(Sandboxing::None)));
+        assert_eq!(value["sandbox"], json!({"kind": "none"}));
+        let http = UpstreamTransport::Http {
+            url: "https://h".into(),
+            headers: Default::default(),
+            allow_private: false,
+        };
+        assert_eq!(word(UpstreamStatus::new(&http)).get("sandbox"), None);
     }
 
     #[test]

@@ -5,7 +5,18 @@
 //! and everything else stays a `Value`, so fields sluice does not know about
 //! reach the other side exactly as they came.
 
+use std::fmt::{self, Display, Write as _};
+
 use serde_json::{Map, Value, json};
+
+/// The longest `id` sluice takes, in bytes of its JSON text: an id is
+/// kept while its request is in flight and echoed in its answer, so its
+/// size is bounded like the rest of what a peer may make sluice hold.
+pub const MAX_ID_BYTES: usize = 256;
+
+/// The most bytes of a peer's input that one of sluice's own error
+/// messages quotes (a method name, an entry's name, a value it refused).
+pub const QUOTE_MAX_BYTES: usize = 64;
 
 /// Parse error: the bytes were not JSON.
 pub const PARSE_ERROR: i64 = -32700;
@@ -78,9 +89,13 @@ pub enum EnvelopeError {
     /// Not an object, wrong `jsonrpc` version, or no `method`/`result`/`error`.
     #[error("not a JSON-RPC 2.0 message")]
     NotJsonRpc,
-    /// An `id` that is neither a string nor an integer.
-    #[error("the id must be a string or an integer")]
+    /// An `id` that is neither a string nor an integer, or longer than
+    /// [`MAX_ID_BYTES`].
+    #[error("the id must be a string or an integer of at most 256 bytes")]
     BadId,
+    /// A response with both `result` and `error`: neither can be trusted.
+    #[error("a response must have a result or an error, not both")]
+    ResultAndError,
     /// `params` present but not an object.
     #[error("params must be an object")]
     BadParams,
@@ -119,6 +134,9 @@ impl Message {
             });
         }
         let id = id.ok_or(EnvelopeError::NotJsonRpc)?;
+        if obj.contains_key("result") && obj.contains_key("error") {
+            return Err(EnvelopeError::ResultAndError);
+        }
         if let Some(result) = obj.remove("result") {
             return Ok(Message::Response {
                 id,
@@ -153,7 +171,8 @@ impl Message {
 
 fn is_valid_id(id: &Value) -> bool {
     match id {
-        Value::String(_) => true,
+        // Its JSON text is at least as long as the string.
+        Value::String(s) => s.len() + 2 <= MAX_ID_BYTES,
         Value::Number(n) => n.is_i64() || n.is_u64(),
         _ => false,
     }
@@ -215,7 +234,10 @@ impl RpcError {
 
     /// `-32601` for a method sluice does not serve.
     pub fn method_not_found(method: &str) -> Self {
-        RpcError::new(METHOD_NOT_FOUND, format!("Method not found: {method}"))
+        RpcError::new(
+            METHOD_NOT_FOUND,
+            format!("Method not found: {}", excerpt(method)),
+        )
     }
 
     /// Reads an error object leniently: a peer that sends a malformed error
@@ -258,6 +280,44 @@ impl std::fmt::Display for RpcError {
 }
 
 impl std::error::Error for RpcError {}
+
+/// `value` as one of sluice's error messages quotes a peer's input: its
+/// first [`QUOTE_MAX_BYTES`] bytes, and `…` where it was cut. A value is
+/// written only that far (a 4 MiB argument costs no 4 MiB message).
+pub fn excerpt(value: &(impl Display + ?Sized)) -> String {
+    let mut out = Excerpt::default();
+    if write!(out, "{value}").is_err() {
+        out.text.push('…');
+    }
+    out.text
+}
+
+/// A text as [`excerpt`] cuts it, in double quotes with its control
+/// characters escaped (Rust's `{:?}`), `…` after the quote when cut.
+pub fn quoted(text: &str) -> String {
+    let end = text.floor_char_boundary(QUOTE_MAX_BYTES);
+    let more = if end < text.len() { "…" } else { "" };
+    format!("{:?}{more}", &text[..end])
+}
+
+/// A writer that keeps [`QUOTE_MAX_BYTES`] and fails past them, which
+/// stops the value's `Display` there.
+#[derive(Default)]
+struct Excerpt {
+    text: String,
+}
+
+impl fmt::Write for Excerpt {
+    fn write_str(&mut self, s: &str) -> fmt::Result {
+        let room = QUOTE_MAX_BYTES - self.text.len();
+        if s.len() <= room {
+            self.text.push_str(s);
+            return Ok(());
+        }
+        self.text.push_str(&s[..s.floor_char_boundary(room)]);
+        Err(fmt::Error)
+    }
+}
 
 /// The `_meta` object of a request's params, if any.
 pub fn meta(params: &Value) -> Option<&Map<String, Value>> {
@@ -442,6 +502,57 @@ mod tests {
             Err(EnvelopeError::NotJsonRpc)
         );
         assert!(Message::parse(b"not json").is_none());
+    }
+
+    #[test]
+    fn a_response_with_both_result_and_error_is_neither() {
+        let both = json!({"jsonrpc":"2.0","id":3,"result":{},"error":{"code":1,"message":"m"}});
+        assert_eq!(
+            Message::from_value(both),
+            Err(EnvelopeError::ResultAndError)
+        );
+        // Its id can still be read, so its request can fail at once.
+        let text = br#"{"jsonrpc":"2.0","id":3,"result":{},"error":{"code":1,"message":"m"}}"#;
+        assert_eq!(peek_id(text), Some(json!(3)));
+    }
+
+    #[test]
+    fn ids_are_bounded() {
+        let at_most = "i".repeat(MAX_ID_BYTES - 2);
+        let request = |id: &str| json!({"jsonrpc":"2.0","id":id,"method":"ping"});
+        assert!(Message::from_value(request(&at_most)).is_ok());
+        let longer = format!("{at_most}i");
+        assert_eq!(
+            Message::from_value(request(&longer)),
+            Err(EnvelopeError::BadId)
+        );
+        let number = json!({"jsonrpc":"2.0","id":u64::MAX,"method":"ping"});
+        assert!(Message::from_value(number).is_ok());
+    }
+
+    #[test]
+    fn error_messages_quote_a_bounded_excerpt() {
+        assert_eq!(excerpt("tools/list"), "tools/list");
+        let cut = excerpt(&"m".repeat(1 << 20));
+        assert_eq!(cut, format!("{}…", "m".repeat(QUOTE_MAX_BYTES)));
+        // A value's text is written only as far as the excerpt goes.
+        let big = json!({"a": "x".repeat(1 << 20)});
+        assert_eq!(
+            excerpt(&big),
+            format!("{{\"a\":\"{}…", "x".repeat(QUOTE_MAX_BYTES - 6))
+        );
+        // Cut on a character boundary, never inside one.
+        let wide = "é".repeat(100);
+        assert_eq!(
+            excerpt(&wide),
+            format!("{}…", "é".repeat(QUOTE_MAX_BYTES / 2))
+        );
+        assert_eq!(quoted("a\nb"), "\"a\\nb\"");
+        assert_eq!(quoted(&"q".repeat(65)), format!("\"{}\"…", "q".repeat(64)));
+        assert_eq!(
+            RpcError::method_not_found(&"z".repeat(100)).message,
+            format!("Method not found: {}…", "z".repeat(64))
+        );
     }
 
     #[test]

@@ -21,6 +21,8 @@
 //!   every refusal as one type converted once at each transport's edge.
 //! - [`config`]: `sluice.toml` and `mcp.json`, validated with one diagnostic
 //!   per problem.
+//! - [`client_config`]: the entry each MCP client's file needs to reach
+//!   sluice, merged into the file the user has.
 //! - [`access`]: who may do what: the claims a verified token must carry,
 //!   the scopes a tool needs, the challenges of a refusal.
 //! - [`outbound`]: the SSRF guard on every URL sluice dereferences.
@@ -53,6 +55,8 @@
 //!   session to any replica sharing the secret.
 //! - [`request_state`]: the sealed `requestState` that lets a 2026-07-28
 //!   client answer a legacy upstream's mid-call questions (MRTR bridging).
+//! - [`sandbox`]: how a stdio upstream is contained (S-21): its bwrap
+//!   command line, and the commands refused unless allowed.
 //!
 //! # Example: a two-page walk
 //!
@@ -76,6 +80,7 @@ pub mod audit;
 pub mod boundary;
 pub mod canonical;
 pub mod catalog;
+pub mod client_config;
 pub mod config;
 pub mod discovery;
 pub mod doctor;
@@ -91,6 +96,7 @@ pub mod policy;
 pub mod progressive;
 pub mod protocol;
 pub mod request_state;
+pub mod sandbox;
 pub mod seal;
 pub mod session_token;
 pub mod trace_context;

@@ -22,7 +22,7 @@
 use serde_json::{Map, Value, json};
 
 use crate::envelope::{Fields, MAX_LIMIT};
-use crate::jsonrpc::RpcError;
+use crate::jsonrpc::{self, RpcError};
 
 /// `sluice_list_servers`.
 pub const LIST_SERVERS: &str = "sluice_list_servers";
@@ -113,7 +113,8 @@ pub fn tool_filter(args: &Value) -> Result<Value, RpcError> {
         None | Some(Value::Null) => Ok(None),
         Some(Value::String(s)) => Ok(Some(s.clone())),
         Some(other) => Err(RpcError::invalid_params(format!(
-            "{key} must be a string (got {other})"
+            "{key} must be a string (got {})",
+            jsonrpc::excerpt(other)
         ))),
     };
     Ok(json!({

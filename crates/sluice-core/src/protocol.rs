@@ -142,7 +142,7 @@ pub fn unsupported_version(requested: &str) -> RpcError {
         jsonrpc::UNSUPPORTED_PROTOCOL_VERSION,
         "Unsupported protocol version",
     )
-    .with_data(json!({"supported": supported_versions(), "requested": requested}))
+    .with_data(json!({"supported": supported_versions(), "requested": jsonrpc::excerpt(requested)}))
 }
 
 /// Caching hints sluice puts on a cacheable result that has none.

@@ -23,6 +23,7 @@ use sluice_core::doctor::observe::{
 use sluice_core::doctor::{Report, ServerName, detect, plan};
 use sluice_core::jsonrpc::RpcError;
 use sluice_core::protocol::{self, Era};
+use sluice_core::sandbox::Sandboxing;
 use tokio::io::AsyncWriteExt;
 use tokio::sync::mpsc;
 use tokio_util::codec::{FramedRead, LinesCodec};
@@ -244,6 +245,8 @@ fn upstream_config(target: &Target) -> UpstreamConfig {
             env: Default::default(),
             cwd: None,
             rlimit: Default::default(),
+            // The operator runs the server under examination by hand.
+            sandbox: Sandboxing::None,
         },
         // The operator typed the URL: a local server is the usual case.
         Target::Http { url } => UpstreamTransport::Http {

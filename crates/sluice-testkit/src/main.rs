@@ -258,7 +258,17 @@ pub enum Violation {
     /// (`AKIAIOSFODNN7EXAMPLE`) and a fake GitHub token (`ghp_` + 36 alphanumerics): secrets
     /// leaking through a tool result.
     Secret,
+    /// `echo` answers with both `result` and `error` in one response, which is no valid
+    /// JSON-RPC response: a gateway must not relay it as either.
+    ResultAndError,
+    /// `echo` answers with a result nested [`DEEP_ANSWER_DEPTH`] arrays deep, deeper than
+    /// JSON parsers go (serde_json stops at 128): the answer cannot be read, but its `id`,
+    /// which comes first, can.
+    DeepAnswer,
 }
+
+/// How deep `--violate deep-answer` nests `echo`'s result.
+pub const DEEP_ANSWER_DEPTH: usize = 200;
 
 /// How `--list-tool`'s `list_items` behaves. Every mode but `good` breaks one rule of a
 /// well-behaved list tool; the rest is as in `good`.

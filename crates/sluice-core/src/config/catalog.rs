@@ -215,10 +215,9 @@ max_items = 500
             "[catalog]\non_drift = \"ignore\"\nmax_pages = 0\nread_timeout = \"2h\"\nlockfile = \"\"",
         );
         assert_eq!(errs.len(), 4, "{errs:#?}");
-        assert!(
-            errs.iter()
-                .any(|e| e.contains("catalog.on_drift") && e.contains("\"block\" or \"warn\""))
-        );
+        assert!(errs.iter().any(
+            |e| e.contains("catalog.on_drift") && e.contains("(allowed: \"block\", \"warn\")")
+        ));
         assert!(
             errs.iter()
                 .any(|e| e.contains("catalog.max_pages") && e.contains("1 to 1000000"))

@@ -7,7 +7,7 @@
 //! so each is refused with the same words wherever it appears.
 
 use std::fmt;
-use std::net::SocketAddr;
+use std::net::{IpAddr, SocketAddr};
 use std::ops::Range;
 use std::time::Duration;
 
@@ -53,6 +53,22 @@ impl<'a> Diagnostics<'a> {
 }
 
 impl Diagnostics<'_> {
+    /// The source's text as JSON (`mcp.json`, `server.json`), or `None`
+    /// with the parse error reported at its line and column.
+    pub(super) fn json(&mut self) -> Option<serde_json::Value> {
+        match serde_json::from_str(self.source.text) {
+            Ok(doc) => Some(doc),
+            Err(e) => {
+                self.list.push(Diagnostic {
+                    location: format!("{}:{}:{}", self.source.name, e.line(), e.column()),
+                    key: String::new(),
+                    message: format!("not valid JSON: {e}"),
+                });
+                None
+            }
+        }
+    }
+
     /// A duration key within `range`, or `default` when absent.
     pub(super) fn duration(
         &mut self,
@@ -71,7 +87,7 @@ impl Diagnostics<'_> {
                     Some(s.span()),
                     key,
                     format!(
-                        "{:?} is out of range: must be {} to {}",
+                        "{:?} is out of range (allowed: {} to {})",
                         s.get_ref(),
                         format_duration(range.0),
                         format_duration(range.1)
@@ -95,18 +111,22 @@ impl Diagnostics<'_> {
 
     /// An `IP:port` key.
     pub(super) fn socket_addr(&mut self, s: &Spanned<String>, key: &str) -> Option<SocketAddr> {
-        let addr = s.get_ref().parse::<SocketAddr>().ok();
-        if addr.is_none() {
-            self.push(
-                Some(s.span()),
-                key,
-                format!(
-                    "{:?} is not an IP:port address (e.g. \"127.0.0.1:8787\")",
-                    s.get_ref()
-                ),
-            );
+        let text = s.get_ref();
+        let addr = text.parse::<SocketAddr>().ok();
+        if addr.is_some() {
+            return addr;
         }
-        addr
+        // An IP with a number too large for a port: say which part is wrong.
+        let port = text
+            .rsplit_once(':')
+            .filter(|(ip, _)| ip.trim_matches(['[', ']']).parse::<IpAddr>().is_ok())
+            .and_then(|(_, port)| port.parse::<u64>().ok());
+        let message = match port {
+            Some(port) => format!("{text:?}: port {port} is out of range (allowed: 0 to 65535)"),
+            None => format!("{text:?} is not an IP:port address (e.g. \"127.0.0.1:8787\")"),
+        };
+        self.push(Some(s.span()), key, message);
+        None
     }
 
     /// A key that takes one of a few words, or `default` when absent.
@@ -127,7 +147,11 @@ impl Diagnostics<'_> {
         self.push(
             Some(s.span()),
             key,
-            format!("{:?}: must be {}", s.get_ref(), words.join(" or ")),
+            format!(
+                "{:?} is not one of the choices (allowed: {})",
+                s.get_ref(),
+                words.join(", ")
+            ),
         );
         None
     }
@@ -150,7 +174,7 @@ impl Diagnostics<'_> {
                     Some(n.span()),
                     key,
                     format!(
-                        "{} is out of range: must be {} to {}",
+                        "{} is out of range (allowed: {} to {})",
                         n.get_ref(),
                         range.0,
                         range.1

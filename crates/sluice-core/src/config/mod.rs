@@ -15,6 +15,8 @@
 //! section are together in `raw`). Every public item is re-exported here.
 //!
 //! - `raw`: every key `sluice.toml` accepts, as serde reads it, unchecked.
+//! - `structure`: the text into `raw`'s form, with every unknown key, wrong
+//!   type and missing key reported in one pass.
 //! - `diagnostics`: [`Diagnostic`] and [`Source`], and the collector that
 //!   places each problem and reads the kinds of value all sections share.
 //! - `values`: the value syntaxes: `${VAR}` ([`expand_env`]) and durations
@@ -32,7 +34,14 @@
 //!   `[policy] sensitive_elicitation`, and each upstream's rates and
 //!   `rlimit`.
 //! - `ops`: `[metrics]` and `[telemetry]`.
+//! - `sandbox`: `[sandbox]`, each stdio upstream's `sandbox` over it, and
+//!   `allow_dangerous` (what a sandbox shows is [`crate::sandbox`]'s).
 //! - `mcp_json`: the `mcp.json` import ([`Config::from_mcp_json`]).
+//! - `server_json`: a `server.json` of the official MCP registry as one
+//!   `[[upstream]]` ([`import_server_json`], `sluice import`).
+//! - `preflight`: what `sluice config check` refuses in a config that
+//!   loads: one that serves nothing, a private upstream URL without
+//!   `allow_private` ([`preflight()`]).
 //! - [`reload`]: what a reload changes, and what waits for a restart.
 
 use crate::naming;
@@ -42,11 +51,15 @@ mod catalog;
 mod diagnostics;
 mod mcp_json;
 mod ops;
+mod preflight;
 mod raw;
 pub mod reload;
+mod sandbox;
 mod security;
 mod server;
+mod server_json;
 mod state;
+mod structure;
 mod upstream;
 mod values;
 mod view;
@@ -58,12 +71,15 @@ pub use boundary::{
 pub use catalog::{CatalogConfig, CatalogMode};
 pub use diagnostics::{Diagnostic, Source};
 pub use ops::{MetricsConfig, TelemetryConfig};
+pub use preflight::preflight;
+pub use sandbox::SandboxConfig;
 pub use security::{
     AllowedOrigin, AuthConfig, AuthMode, BearerToken, DEFAULT_RATE, IssuerConfig, MIN_TOKEN_CHARS,
     OAuthConfig, Rate, RateLimitBackend, RateLimitConfig, Rlimits, ScopeRequirement,
     SensitiveElicitation, TokenSource, parse_rate, without_password,
 };
 pub use server::{DEFAULT_LISTEN, DEFAULT_SEPARATOR, MCP_PATH, ServerConfig, exposure_problem};
+pub use server_json::{ImportedUpstream, Prefer, import_server_json};
 pub use state::{AUDIT_RETENTION_RANGE, DEFAULT_AUDIT_RETENTION, StateConfig, StateStore};
 pub use upstream::{UpstreamConfig, UpstreamTransport};
 pub use values::{expand_env, parse_duration};
@@ -100,6 +116,9 @@ pub struct Config {
     pub telemetry: TelemetryConfig,
     /// `[[view]]`, in file order.
     pub views: Vec<crate::catalog::view::View>,
+    /// `[sandbox]`: the default of every stdio upstream (each upstream's
+    /// merged setting is in its transport).
+    pub sandbox: SandboxConfig,
 }
 
 impl Config {
@@ -110,14 +129,8 @@ impl Config {
         env: &dyn Fn(&str) -> Option<String>,
     ) -> Result<Config, Vec<Diagnostic>> {
         let mut diags = Diagnostics::new(source);
-        let raw: RawConfig = match toml::from_str(source.text) {
-            Ok(raw) => raw,
-            Err(e) => {
-                // serde stops at the first structural problem (unknown key,
-                // wrong type); report it with its position.
-                diags.push(e.span(), "", e.message().trim().to_owned());
-                return Err(diags.list);
-            }
+        let Some(raw) = structure::read(source.text, &mut diags) else {
+            return Err(diags.list);
         };
         match validate(&raw, env, &mut diags) {
             Some(config) if diags.list.is_empty() => Ok(config),
@@ -149,6 +162,7 @@ impl Config {
             metrics: MetricsConfig::default(),
             telemetry: TelemetryConfig::default(),
             views: Vec::new(),
+            sandbox: SandboxConfig::default(),
         })
     }
 
@@ -173,9 +187,11 @@ fn validate(
     diags: &mut Diagnostics<'_>,
 ) -> Option<Config> {
     let server = server::validate_server(&raw.server, diags);
+    let sandbox = sandbox::validate_sandbox(&raw.sandbox, env, diags);
+    let default_sandbox = sandbox.clone().unwrap_or_default();
     let mut upstreams = Vec::new();
     for (i, up) in raw.upstream.iter().enumerate() {
-        if let Some(up) = upstream::validate_upstream(i, up, env, diags) {
+        if let Some(up) = upstream::validate_upstream(i, up, &default_sandbox, env, diags) {
             upstreams.push(up);
         }
     }
@@ -209,10 +225,11 @@ fn validate(
         metrics: metrics?,
         telemetry: telemetry?,
         views,
+        sandbox: sandbox?,
     })
 }
 
 #[cfg(test)]
-mod testing;
+pub(crate) mod testing;
 #[cfg(test)]
 mod tests;

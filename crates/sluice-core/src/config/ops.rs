@@ -112,7 +112,7 @@ pub(super) fn validate_telemetry(
             diags.push(
                 Some(ratio.span()),
                 "telemetry.sample_ratio",
-                format!("{} is out of range: must be 0 to 1", ratio.get_ref()),
+                format!("{} is out of range (allowed: 0 to 1)", ratio.get_ref()),
             );
             ok = false;
         }
@@ -175,7 +175,7 @@ mod tests {
                 "metrics.listen: \"9464\" is not an IP:port address (e.g. \"127.0.0.1:8787\")",
                 "telemetry.otlp_endpoint: \"collector:4318\" is not an http(s) URL of an OTLP/HTTP collector (e.g. \"http://127.0.0.1:4318\")",
                 "telemetry.service_name: \"has space\": must be 1 to 64 visible ASCII characters",
-                "telemetry.sample_ratio: 1.5 is out of range: must be 0 to 1",
+                "telemetry.sample_ratio: 1.5 is out of range (allowed: 0 to 1)",
             ]
         );
     }

@@ -38,6 +38,8 @@ pub(super) struct RawConfig {
     pub(super) telemetry: RawTelemetry,
     #[serde(default)]
     pub(super) view: Vec<super::view::RawView>,
+    #[serde(default)]
+    pub(super) sandbox: RawSandbox,
 }
 
 /// `[server]`.
@@ -75,6 +77,8 @@ pub(super) struct RawUpstream {
     pub(super) rate_limit: Option<Spanned<String>>,
     pub(super) tool_rate_limit: Option<BTreeMap<String, Spanned<String>>>,
     pub(super) rlimit: Option<RawRlimit>,
+    pub(super) sandbox: Option<RawSandbox>,
+    pub(super) allow_dangerous: Option<bool>,
 }
 
 /// `rlimit` of one `[[upstream]]`.
@@ -84,6 +88,16 @@ pub(super) struct RawRlimit {
     pub(super) memory_bytes: Option<Spanned<i64>>,
     pub(super) cpu_seconds: Option<Spanned<i64>>,
     pub(super) open_files: Option<Spanned<i64>>,
+}
+
+/// `[sandbox]`, or `sandbox` of one `[[upstream]]`.
+#[derive(Debug, Deserialize, Default)]
+#[serde(deny_unknown_fields)]
+pub(super) struct RawSandbox {
+    pub(super) enabled: Option<bool>,
+    pub(super) network: Option<bool>,
+    pub(super) read: Option<Vec<Spanned<String>>>,
+    pub(super) write: Option<Vec<Spanned<String>>>,
 }
 
 /// `[catalog]`.

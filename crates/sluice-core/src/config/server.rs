@@ -196,12 +196,12 @@ mod tests {
         assert_eq!(c.server.session_max_age, Duration::from_secs(2_592_000));
         let e = errors("[server]\nsession_max_age = \"31d\"\n");
         assert!(
-            e[0].contains("server.session_max_age: \"31d\" is out of range: must be 60s to 30d"),
+            e[0].contains("server.session_max_age: \"31d\" is out of range (allowed: 60s to 30d"),
             "{e:?}"
         );
         let e = errors("[server]\nsession_max_age = \"30s\"\n");
         assert!(
-            e[0].contains("server.session_max_age: \"30s\" is out of range: must be 60s to 30d"),
+            e[0].contains("server.session_max_age: \"30s\" is out of range (allowed: 60s to 30d"),
             "{e:?}"
         );
     }

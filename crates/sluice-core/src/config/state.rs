@@ -233,7 +233,7 @@ audit_retention = \"90d\"\n",
             errs,
             [
                 "sluice.toml:2:7: state.url: the scheme \"mysql\" is not supported: must be a postgres:// or postgresql:// URL (PostgreSQL), or absent for the SQLite file in [state] dir",
-                "sluice.toml:3:19: state.audit_retention: \"10m\" is out of range: must be 3600s to 3650d",
+                "sluice.toml:3:19: state.audit_retention: \"10m\" is out of range (allowed: 3600s to 3650d)",
             ]
         );
         let errs = errors("[state]\nurl = \"audit.db\"\naudit_retention = \"3651d\"\n");
@@ -243,7 +243,7 @@ audit_retention = \"90d\"\n",
             "{errs:?}"
         );
         assert!(
-            errs[1].contains("\"3651d\" is out of range: must be 3600s to 3650d"),
+            errs[1].contains("\"3651d\" is out of range (allowed: 3600s to 3650d"),
             "{errs:?}"
         );
         let errs = errors("[state]\naudit_retention = \"forever\"\n");

@@ -24,7 +24,7 @@ pub(super) fn parse_with(
 }
 
 /// Parses `text` with no variable set.
-pub(super) fn parse(text: &str) -> Result<Config, Vec<String>> {
+pub(crate) fn parse(text: &str) -> Result<Config, Vec<String>> {
     parse_with(text, &no_env)
 }
 

@@ -11,9 +11,11 @@ use toml::Spanned;
 
 use super::diagnostics::Diagnostics;
 use super::raw::RawUpstream;
+use super::sandbox::{SandboxConfig, check_dangerous, upstream_sandboxing};
 use super::security::{Rate, Rlimits, rate, validate_rlimit};
 use crate::boundary::budget::{DEFAULT_READ_BUDGET, MAX_READ_BUDGET, MIN_READ_BUDGET};
 use crate::naming;
+use crate::sandbox::Sandboxing;
 
 /// One `[[upstream]]`.
 #[derive(Clone, PartialEq)]
@@ -59,6 +61,8 @@ pub enum UpstreamTransport {
         cwd: Option<PathBuf>,
         /// `rlimit`: resource limits of the child.
         rlimit: Rlimits,
+        /// `sandbox` over `[sandbox]`: how the child is contained.
+        sandbox: Sandboxing,
     },
     /// A Streamable HTTP endpoint.
     Http {
@@ -98,6 +102,7 @@ impl fmt::Debug for UpstreamTransport {
                 env,
                 cwd,
                 rlimit,
+                sandbox,
             } => f
                 .debug_struct("Stdio")
                 .field("command", command)
@@ -105,6 +110,7 @@ impl fmt::Debug for UpstreamTransport {
                 .field("env", &env.keys().collect::<Vec<_>>())
                 .field("cwd", cwd)
                 .field("rlimit", rlimit)
+                .field("sandbox", sandbox)
                 .finish(),
             UpstreamTransport::Http {
                 url,
@@ -125,13 +131,14 @@ impl fmt::Debug for UpstreamTransport {
 pub(super) fn validate_upstream(
     i: usize,
     raw: &RawUpstream,
+    sandbox: &SandboxConfig,
     env: &dyn Fn(&str) -> Option<String>,
     diags: &mut Diagnostics<'_>,
 ) -> Option<UpstreamConfig> {
     let key = format!("upstream[{i}]");
     let name = validate_name(&key, &raw.name, diags);
     let transport = match (&raw.command, &raw.url) {
-        (Some(command), None) => stdio_transport(&key, raw, command, env, diags),
+        (Some(command), None) => stdio_transport(&key, raw, command, sandbox, env, diags),
         (None, Some(url)) => http_transport(&key, raw, url, env, diags),
         (Some(_), Some(url)) => {
             diags.push(
@@ -204,6 +211,7 @@ fn stdio_transport(
     key: &str,
     raw: &RawUpstream,
     command: &Spanned<String>,
+    sandbox: &SandboxConfig,
     env: &dyn Fn(&str) -> Option<String>,
     diags: &mut Diagnostics<'_>,
 ) -> Option<UpstreamTransport> {
@@ -237,12 +245,17 @@ fn stdio_transport(
         None => Some(Rlimits::default()),
         Some(r) => validate_rlimit(r, key, diags),
     };
+    let args = raw.args.clone().unwrap_or_default();
+    let allow_dangerous = raw.allow_dangerous.unwrap_or(false);
+    ok &= check_dangerous(key, command, &args, allow_dangerous, diags);
+    let sandbox = upstream_sandboxing(key, sandbox, raw.sandbox.as_ref(), env, diags);
     let transport = UpstreamTransport::Stdio {
         command: command.get_ref().clone(),
-        args: raw.args.clone().unwrap_or_default(),
+        args,
         env: env_map?,
         cwd: raw.cwd.as_ref().map(PathBuf::from),
         rlimit: rlimit?,
+        sandbox: sandbox?,
     };
     ok.then_some(transport)
 }
@@ -270,6 +283,8 @@ fn http_transport(
         ("env", raw.env.is_some()),
         ("cwd", raw.cwd.is_some()),
         ("rlimit", raw.rlimit.is_some()),
+        ("sandbox", raw.sandbox.is_some()),
+        ("allow_dangerous", raw.allow_dangerous.is_some()),
     ]
     .iter()
     .filter(|f| f.1)
@@ -277,7 +292,7 @@ fn http_transport(
         diags.push(
             Some(url.span()),
             &format!("{key}.{}", field.0),
-            "only an upstream with `command` takes args, env, cwd and rlimit".into(),
+            "only an upstream with `command` takes args, env, cwd, rlimit, sandbox and allow_dangerous".into(),
         );
         ok = false;
     }
@@ -434,7 +449,7 @@ mod tests {
             "{joined}"
         );
         assert!(
-            joined.contains("upstream[0].rlimit.open_files: 1 is out of range: must be 16 to"),
+            joined.contains("upstream[0].rlimit.open_files: 1 is out of range (allowed: 16 to"),
             "{joined}"
         );
         assert!(

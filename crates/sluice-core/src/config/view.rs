@@ -163,9 +163,11 @@ mod tests {
         let unknown = errors(&format!(
             "{UPSTREAM}[[view]]\nname = \"v\"\nincludes = []\n"
         ));
-        assert!(
-            unknown[0].contains("unknown field `includes`"),
-            "{unknown:?}"
+        assert_eq!(
+            unknown,
+            [
+                "sluice.toml:6:1: view[0].includes: unknown key; did you mean `include`? (allowed: name, include, exclude, rename, descriptions)"
+            ]
         );
     }
 }

@@ -8,11 +8,15 @@
 //! pass). [`Report`] renders them as a table, stable JSON or SARIF 2.1.0
 //! and gives the exit code: 0 all pass, 1 any fail, 2 nothing failed but
 //! something could not be judged.
+//!
+//! [`sandboxing`] judges sluice's own configuration instead (S-21), with
+//! no server to reach.
 
 pub mod detect;
 pub mod observe;
 pub mod plan;
 mod render;
+pub mod sandboxing;
 
 use serde::Serialize;
 

@@ -5,9 +5,12 @@
 //! In the order the shell applies them:
 //!
 //! - Before the body is read ([`check_transport`]): the header caps (431),
+//!   one `Host` that the request target does not contradict (400, 421),
 //!   then `Origin` against `[server] allowed_origins` and, bound to
 //!   loopback, a local `Host` (403: DNS rebinding; MCP 2025-11-25,
-//!   Transports §Streamable HTTP, Security Warning).
+//!   Transports §Streamable HTTP, Security Warning); one credential at
+//!   most ([`credential`], 400); a POST's body declared as JSON
+//!   ([`check_content_type`], 415).
 //! - Once the body is read, which era the request speaks ([`post_era`]);
 //!   then for 2026-07-28 ([`admit_modern`]) the headers that mirror the
 //!   body, `MCP-Protocol-Version`, `Mcp-Method`, `Mcp-Name` and the
@@ -48,7 +51,15 @@ pub mod field {
     pub const NAME: &str = "mcp-name";
     /// A legacy session's id.
     pub const SESSION_ID: &str = "mcp-session-id";
+    /// The client's credential.
+    pub const AUTHORIZATION: &str = "authorization";
+    /// The media type of a request's body.
+    pub const CONTENT_TYPE: &str = "content-type";
 }
+
+/// The media type a POSTed JSON-RPC message must declare (MCP 2025-11-25,
+/// Transports §Streamable HTTP).
+pub const JSON_MEDIA_TYPE: &str = "application/json";
 
 /// A request's header fields, as the rules read them. The shell implements
 /// it over its HTTP library's map; names are matched as HTTP does,
@@ -78,14 +89,67 @@ pub trait Headers {
 }
 
 /// Everything a request must pass before its body is read, but auth: the
-/// header caps, then [`check_origin`].
+/// header caps, [`check_host`], then [`check_origin`]. `target_authority`
+/// is the authority of an absolute-form request target
+/// (`POST http://host/mcp`), `None` for the usual `POST /mcp`.
 pub fn check_transport(
     headers: &impl Headers,
+    target_authority: Option<&str>,
     loopback: bool,
     allowed: &[AllowedOrigin],
 ) -> Result<(), Denied> {
     check_header_size(headers)?;
+    check_host(headers, target_authority)?;
     check_origin(headers, loopback, allowed)
+}
+
+/// One `Host` field at most (RFC 9112 §3.2: two are a 400), and an
+/// absolute-form target that names the same authority: sluice is not a
+/// proxy, and a request for another host must not be served as if it were
+/// for this one (421, RFC 9110 §15.5.20), whatever its `Host` says.
+pub fn check_host(headers: &impl Headers, target_authority: Option<&str>) -> Result<(), Denied> {
+    let hosts = headers.get_all(field::HOST);
+    if hosts.len() > 1 {
+        return Err(Denied::MalformedRequest("more than one Host header"));
+    }
+    if let Some(target) = target_authority {
+        let host = hosts.first().copied().flatten();
+        if !host.is_some_and(|h| h.eq_ignore_ascii_case(target)) {
+            return Err(Denied::Misdirected);
+        }
+    }
+    Ok(())
+}
+
+/// The request's credential, its `Authorization` field: two are refused
+/// whichever comes first (RFC 6750 §3.1, `invalid_request`: a request
+/// must not carry more than one), so that no order of a good and a bad
+/// one is served. A value that is not text is kept as U+FFFD, which
+/// verifies as nothing.
+pub fn credential(headers: &impl Headers) -> Result<Option<&str>, Denied> {
+    match headers.get_all(field::AUTHORIZATION).as_slice() {
+        [] => Ok(None),
+        [one] => Ok(Some(one.unwrap_or("\u{fffd}"))),
+        _ => Err(Denied::MalformedRequest(
+            "more than one Authorization header; send one credential",
+        )),
+    }
+}
+
+/// A POSTed message must be declared `application/json` (parameters such
+/// as `charset` aside): a form or `text/plain` body is what a browser
+/// sends cross-origin without a preflight, and sluice does not guess.
+pub fn check_content_type(headers: &impl Headers) -> Result<(), Denied> {
+    let types = headers.get_all(field::CONTENT_TYPE);
+    let media_type = match types.as_slice() {
+        [Some(value)] => value.split(';').next().unwrap_or_default().trim(),
+        _ => "",
+    };
+    if media_type.eq_ignore_ascii_case(JSON_MEDIA_TYPE) {
+        Ok(())
+    } else {
+        Err(Denied::UnsupportedMediaType)
+    }
 }
 
 /// At most [`MAX_HEADERS`] fields and [`MAX_HEADER_BYTES`] bytes: what
@@ -193,7 +257,9 @@ pub fn check_modern_headers(
     match (headers.lossy(field::PROTOCOL_VERSION), body_version) {
         (Some(h), Some(b)) if h != b => {
             return mismatch(format!(
-                "MCP-Protocol-Version header {h:?} does not match the body's {b:?}"
+                "MCP-Protocol-Version header {} does not match the body's {}",
+                jsonrpc::quoted(h),
+                jsonrpc::quoted(b)
             ));
         }
         (Some(_), _) => {}
@@ -203,7 +269,9 @@ pub fn check_modern_headers(
         Some(m) if m == name => {}
         Some(m) => {
             return mismatch(format!(
-                "Mcp-Method header {m:?} does not match the body's {name:?}"
+                "Mcp-Method header {} does not match the body's {}",
+                jsonrpc::quoted(m),
+                jsonrpc::quoted(name)
             ));
         }
         None => return mismatch("missing Mcp-Method header".into()),

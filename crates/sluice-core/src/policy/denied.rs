@@ -14,7 +14,7 @@
 //! |----------|----------------------------------------------------------------|
 //! | `-32001` | the upstream is not available (starting, failed, restarting), or has no complete catalog yet |
 //! | `-32003` | the upstream did not answer within `server.request_timeout`    |
-//! | `-32004` | the upstream's connection was lost during the request          |
+//! | `-32004` | the upstream's connection was lost during the request (`data.restarted`: sluice restarted it as hung) |
 //! | `-32005` | the upstream sent an answer that is not valid JSON-RPC         |
 //! | `-32007` | a mutation-capable call's answer exceeded the transport ceiling: its outcome could not be relayed |
 //! | `-32010` | the entry is withheld: it drifted from `sluice.lock` (`on_drift = "block"`) |
@@ -66,6 +66,10 @@ pub mod status {
     pub const FORBIDDEN: u16 = 403;
     /// Unknown session, or (2026-07-28) unknown method.
     pub const NOT_FOUND: u16 = 404;
+    /// A POST whose body is not declared as JSON.
+    pub const UNSUPPORTED_MEDIA_TYPE: u16 = 415;
+    /// A request whose target names another host.
+    pub const MISDIRECTED_REQUEST: u16 = 421;
     /// Over the rate limit.
     pub const TOO_MANY_REQUESTS: u16 = 429;
     /// Too many or too large header fields.
@@ -99,6 +103,17 @@ pub enum UpstreamFailure {
     Lost {
         /// The upstream's name.
         upstream: String,
+    },
+    /// sluice restarted the upstream, taken as hung, while the request was
+    /// in flight; it is not retried, since a call may have taken effect.
+    #[error(
+        "upstream {upstream:?} was restarted while this request was in flight: {after_timeouts} requests in a row timed out with no answer from it. The request was not retried (it may have taken effect)"
+    )]
+    Restarted {
+        /// The upstream's name.
+        upstream: String,
+        /// How many timeouts in a row made sluice take it as hung.
+        after_timeouts: u32,
     },
     /// The answer could not be read as JSON-RPC.
     #[error("upstream {upstream:?} sent a malformed answer: {detail}")]
@@ -138,7 +153,7 @@ pub enum Denied {
     #[error("{0}")]
     InvalidMessage(String),
     /// A method sluice does not serve (or not in this era).
-    #[error("Method not found: {0}")]
+    #[error("Method not found: {}", jsonrpc::excerpt(.0))]
     MethodNotFound(String),
     /// Params that are missing or malformed.
     #[error("{0}")]
@@ -163,6 +178,17 @@ pub enum Denied {
     /// A foreign `Origin`, or a foreign `Host` on loopback (S-22).
     #[error("Forbidden: {0} is not allowed")]
     Forbidden(&'static str),
+    /// Header fields that contradict each other, such as two `Host` or two
+    /// `Authorization` fields.
+    #[error("Bad Request: {0}")]
+    MalformedRequest(&'static str),
+    /// An absolute-form request target naming another authority than the
+    /// request's `Host`.
+    #[error("Misdirected Request: the request target names another host than Host")]
+    Misdirected,
+    /// A POST whose `Content-Type` is not `application/json`.
+    #[error("Unsupported Media Type: send the message with Content-Type: application/json")]
+    UnsupportedMediaType,
     /// No bearer token (`None`), or one that does not verify (why not).
     #[error("Unauthorized: {}", .0.as_deref().unwrap_or("send Authorization: Bearer <token>"))]
     Unauthorized(Option<String>),
@@ -174,7 +200,7 @@ pub enum Denied {
     #[error("{0}")]
     HeaderMismatch(String),
     /// A legacy request with an `MCP-Protocol-Version` sluice does not speak.
-    #[error("Unsupported MCP-Protocol-Version: {0:?}")]
+    #[error("Unsupported MCP-Protocol-Version: {}", jsonrpc::quoted(.0))]
     UnsupportedVersionHeader(String),
     /// A legacy request without a session id.
     #[error(
@@ -193,7 +219,7 @@ pub enum Denied {
 
     // --- routing and approval ---
     /// No entry of this name or URI.
-    #[error("Unknown {}: {name}", kind.noun())]
+    #[error("Unknown {}: {}", kind.noun(), jsonrpc::excerpt(name))]
     UnknownEntry {
         /// Which list it would be in.
         kind: ListKind,
@@ -209,8 +235,9 @@ pub enum Denied {
     },
     /// The entry drifted from `sluice.lock` and is withheld.
     #[error(
-        "{} {name:?} is blocked: {}. Review the drift with `sluice check`; approve it with `sluice lock`",
+        "{} {} is blocked: {}. Review the drift with `sluice check`; approve it with `sluice lock`",
         kind.noun(),
+        jsonrpc::quoted(name),
         drift_reason(*drift)
     )]
     DriftBlocked {
@@ -238,7 +265,7 @@ pub enum Denied {
 
     // --- admission of the call ---
     /// The caller lacks these scopes (S-20).
-    #[error("insufficient scope: calling {target:?} needs the scope(s) {}", required.join(" "))]
+    #[error("insufficient scope: calling {} needs the scope(s) {}", jsonrpc::quoted(target), required.join(" "))]
     InsufficientScope {
         /// What was called, as the client named it.
         target: String,
@@ -246,7 +273,7 @@ pub enum Denied {
         required: Vec<String>,
     },
     /// Over the caller's rate limit (S-24).
-    #[error("rate limited: too many calls of {tool:?}; retry in {} ms", retry_after_ms(*retry_after))]
+    #[error("rate limited: too many calls of {}; retry in {} ms", jsonrpc::quoted(tool), retry_after_ms(*retry_after))]
     RateLimited {
         /// The tool, as the client named it.
         tool: String,
@@ -277,10 +304,10 @@ pub enum Denied {
     TooManyRounds(usize),
     /// The upstream asked the client something the client cannot answer
     /// (it did not declare the capability, or takes no requests).
-    #[error("the upstream needs {0:?} from the client, which did not declare it")]
+    #[error("the upstream needs {} from the client, which did not declare it", jsonrpc::quoted(.0))]
     ClientLacksCapability(String),
     /// What an upstream's question gets when the client cannot be asked.
-    #[error("the client cannot answer {0} through sluice")]
+    #[error("the client cannot answer {} through sluice", jsonrpc::excerpt(.0))]
     ClientCannotAnswer(String),
     /// The client answered a relayed question with an error.
     #[error("{}", .0.message)]
@@ -289,11 +316,11 @@ pub enum Denied {
     #[error("the client is gone")]
     ClientGone,
     /// The client did not answer a relayed question in time.
-    #[error("the client did not answer {0} in time")]
+    #[error("the client did not answer {} in time", jsonrpc::excerpt(.0))]
     ClientTimeout(String),
     /// An upstream's question found no request to relay it through, or
     /// its answer did not come back in time.
-    #[error("no client answered {0}")]
+    #[error("no client answered {}", jsonrpc::excerpt(.0))]
     NoClientAnswered(String),
     /// The forwarded call ended without an answer (it panicked).
     #[error("the forwarded call ended without an answer")]
@@ -323,6 +350,10 @@ impl UpstreamFailure {
             UpstreamFailure::Unavailable { upstream, .. } => (UPSTREAM_UNAVAILABLE, upstream),
             UpstreamFailure::Timeout { upstream, .. } => (UPSTREAM_TIMEOUT, upstream),
             UpstreamFailure::Lost { upstream } => (UPSTREAM_LOST, upstream),
+            UpstreamFailure::Restarted { upstream, .. } => {
+                return RpcError::new(UPSTREAM_LOST, self.to_string())
+                    .with_data(json!({"upstream": upstream, "restarted": true}));
+            }
             UpstreamFailure::Protocol { upstream, .. } => (UPSTREAM_PROTOCOL, upstream),
             UpstreamFailure::TooLarge { upstream } => (ANSWER_TOO_LARGE, upstream),
         };
@@ -374,6 +405,9 @@ impl Denied {
             Denied::InvalidMessage(_)
             | Denied::HeadersTooLarge { .. }
             | Denied::Forbidden(_)
+            | Denied::MalformedRequest(_)
+            | Denied::Misdirected
+            | Denied::UnsupportedMediaType
             | Denied::Unauthorized(_)
             | Denied::TokenLacksScopes(_)
             | Denied::NoSession
@@ -423,7 +457,10 @@ impl Denied {
             | Denied::HeaderMismatch(_)
             | Denied::UnsupportedVersionHeader(_)
             | Denied::NoSession
-            | Denied::ResponseWithoutSession => status::BAD_REQUEST,
+            | Denied::ResponseWithoutSession
+            | Denied::MalformedRequest(_) => status::BAD_REQUEST,
+            Denied::UnsupportedMediaType => status::UNSUPPORTED_MEDIA_TYPE,
+            Denied::Misdirected => status::MISDIRECTED_REQUEST,
             Denied::HeadersTooLarge { .. } => status::HEADER_FIELDS_TOO_LARGE,
             Denied::Unauthorized(_) => status::UNAUTHORIZED,
             Denied::Forbidden(_)

@@ -53,6 +53,7 @@ pub enum ToolCall {
 /// name is sluice's own, and `sluice_call_tool` stands for the call it
 /// names; otherwise every name is an upstream tool's.
 pub fn tool_call(mode: CatalogMode, params: &Value) -> Result<ToolCall, Denied> {
+    check_arguments(ListKind::Tools, params)?;
     let name = params
         .get("name")
         .and_then(Value::as_str)
@@ -75,6 +76,7 @@ pub fn tool_call(mode: CatalogMode, params: &Value) -> Result<ToolCall, Denied> 
             "arguments.name must be a tool's name",
         ));
     };
+    check_arguments(ListKind::Tools, &arguments)?;
     let mut direct = params.clone();
     if let Some(obj) = direct.as_object_mut() {
         obj.insert("name".into(), inner.into());
@@ -87,6 +89,24 @@ pub fn tool_call(mode: CatalogMode, params: &Value) -> Result<ToolCall, Denied> 
         );
     }
     Ok(ToolCall::Direct(direct))
+}
+
+/// A call's `arguments`, when present, must be an object, and a prompt's
+/// an object of strings (MCP 2025-11-25, `CallToolRequest`,
+/// `GetPromptRequest`): anything else is refused here rather than
+/// forwarded for the upstream to guess at. `null` counts as absent.
+pub fn check_arguments(kind: ListKind, params: &Value) -> Result<(), Denied> {
+    match (kind, params.get("arguments")) {
+        (_, None | Some(Value::Null)) => Ok(()),
+        (ListKind::Prompts, Some(Value::Object(args))) if args.values().all(Value::is_string) => {
+            Ok(())
+        }
+        (ListKind::Prompts, _) => Err(Denied::invalid_params(
+            "params.arguments must be an object of strings",
+        )),
+        (_, Some(Value::Object(_))) => Ok(()),
+        (_, Some(_)) => Err(Denied::invalid_params("params.arguments must be an object")),
+    }
 }
 
 /// A subscription lives in a legacy session: without one (a 2026-07-28

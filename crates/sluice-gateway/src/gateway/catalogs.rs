@@ -8,10 +8,12 @@ use crate::upstream;
 
 /// Reads the catalog of each named upstream once (all at once), as
 /// `sluice lock` and `sluice check` need: connect, walk every list to its
-/// end, disconnect. Results come in config order.
+/// end, disconnect. Results come in config order; `on_read` hears each
+/// upstream's name as its read ends (for a progress line).
 pub async fn read_catalogs(
     config: &Config,
     names: &[String],
+    on_read: &mut dyn FnMut(&str),
 ) -> Vec<(
     String,
     Result<sluice_core::discovery::CatalogRead, drift::NotEstablished>,
@@ -36,7 +38,10 @@ pub async fn read_catalogs(
     let mut out = Vec::new();
     while let Some(done) = reads.join_next().await {
         match done {
-            Ok(read) => out.push(read),
+            Ok(read) => {
+                on_read(&read.1);
+                out.push(read);
+            }
             Err(e) => tracing::error!("a catalog read task failed: {e}"),
         }
     }

@@ -91,6 +91,7 @@ impl Gateway {
         snap: &Snapshot,
         params: Value,
     ) -> Result<Value, Denied> {
+        route::check_arguments(ListKind::Prompts, &params)?;
         let (exposed, route) = self.route_named(ctx, snap, ListKind::Prompts, &params)?;
         let upstream = snap.upstream(&route.upstream)?;
         ctx.trail.routed(&route.upstream, Some(&exposed));

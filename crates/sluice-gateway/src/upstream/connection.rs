@@ -19,8 +19,8 @@
 //! A request that is dropped before its answer (timeout, client gone,
 //! client cancellation) sends `notifications/cancelled` upstream.
 
-use std::collections::{HashMap, HashSet};
-use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
 use std::sync::{Arc, LazyLock, Mutex, MutexGuard, PoisonError};
 use std::time::Duration;
 
@@ -32,7 +32,7 @@ use sluice_core::protocol::{self, Era};
 use tokio::sync::{mpsc, oneshot};
 use tokio_util::sync::CancellationToken;
 
-use super::wire::{Inbound, Outgoing, Wire};
+use super::wire::{Inbound, Outgoing, Unreadable, Wire};
 use crate::pending::{Answer, Pending};
 
 /// After this many timeouts in a row with no answer in between, the upstream
@@ -111,8 +111,12 @@ pub(crate) struct Connection {
 pub(crate) struct Shared {
     name: Arc<str>,
     pending: Pending,
-    /// Requests whose answer was too large to read (stdio).
-    oversized: Mutex<HashSet<u64>>,
+    /// Requests whose answer the transport could not read (too large, or
+    /// not valid JSON-RPC), by how they failed.
+    unreadable: Mutex<HashMap<u64, UpstreamFailure>>,
+    /// The connection was closed because the upstream hung: what the
+    /// requests it fails are told.
+    hung: AtomicBool,
     /// Shared with the tasks that relay the upstream's requests.
     routes: Arc<Mutex<Routes>>,
     events: mpsc::Sender<UpstreamEvent>,
@@ -259,7 +263,8 @@ impl Shared {
         Arc::new(Shared {
             name,
             pending: Pending::default(),
-            oversized: Mutex::new(HashSet::new()),
+            unreadable: Mutex::new(HashMap::new()),
+            hung: AtomicBool::new(false),
             routes: Arc::default(),
             events,
             closed: CancellationToken::new(),
@@ -291,10 +296,12 @@ impl Shared {
 
     /// A legacy upstream's notifications that belong to no request come
     /// on their own stream over HTTP: opens it for as long as the
-    /// connection lives.
-    pub(crate) fn open_notifications(self: &Arc<Self>) {
+    /// connection lives, and waits until it is open.
+    pub(crate) async fn open_notifications(self: &Arc<Self>) {
         let inbound: Arc<dyn Inbound> = Arc::clone(self) as Arc<dyn Inbound>;
-        Arc::clone(&self.wire).open_notifications(inbound, self.closed.clone());
+        Arc::clone(&self.wire)
+            .open_notifications(inbound, self.closed.clone())
+            .await;
     }
 
     fn lock_routes(&self) -> MutexGuard<'_, Routes> {
@@ -302,8 +309,14 @@ impl Shared {
     }
 
     fn lost(&self) -> UpstreamFailure {
-        UpstreamFailure::Lost {
-            upstream: self.name.to_string(),
+        let upstream = self.name.to_string();
+        if self.hung.load(Ordering::Relaxed) {
+            UpstreamFailure::Restarted {
+                upstream,
+                after_timeouts: HUNG_AFTER_TIMEOUTS,
+            }
+        } else {
+            UpstreamFailure::Lost { upstream }
         }
     }
 
@@ -339,10 +352,7 @@ impl Shared {
         match outcome {
             Ok(Ok(result)) => Ok(result),
             Ok(Err(Some(error))) => Err(UpstreamFailure::Rpc(error)),
-            Ok(Err(None)) if self.take_oversized(id) => Err(UpstreamFailure::TooLarge {
-                upstream: self.name.to_string(),
-            }),
-            Ok(Err(None)) => Err(self.lost()),
+            Ok(Err(None)) => Err(self.take_unreadable(id).unwrap_or_else(|| self.lost())),
             Err(e) => Err(e),
         }
     }
@@ -435,16 +445,17 @@ impl Shared {
                 upstream = %self.name,
                 "{n} requests in a row timed out with no answer in between; restarting the upstream"
             );
+            self.hung.store(true, Ordering::Relaxed);
             self.close();
         }
     }
 
-    fn take_oversized(&self, id: u64) -> bool {
-        self.lock_oversized().remove(&id)
+    fn take_unreadable(&self, id: u64) -> Option<UpstreamFailure> {
+        self.lock_unreadable().remove(&id)
     }
 
-    fn lock_oversized(&self) -> MutexGuard<'_, HashSet<u64>> {
-        self.oversized
+    fn lock_unreadable(&self) -> MutexGuard<'_, HashMap<u64, UpstreamFailure>> {
+        self.unreadable
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
     }
@@ -592,18 +603,28 @@ impl Inbound for Shared {
     }
 
     /// When its first bytes show an answer to one of sluice's requests,
-    /// that request fails as too large. Nothing is guessed: an oversized
-    /// request or notification from the upstream, or one whose id comes
-    /// too late, fails nothing (the request it may answer times out).
-    fn oversized(&self, prefix: &[u8]) {
+    /// that request fails now, as too large or malformed, instead of at
+    /// its timeout. Nothing is guessed: an unreadable request or
+    /// notification from the upstream, or one whose id comes too late,
+    /// fails nothing (the request it may answer times out).
+    fn unreadable(&self, prefix: &[u8], why: Unreadable) {
         self.received.fetch_add(1, Ordering::Relaxed);
         let Some(id) = jsonrpc::peek_id(prefix).and_then(|id| id.as_u64()) else {
-            tracing::warn!(upstream = %self.name, "the oversized message is not an answer sluice can place; discarded");
+            tracing::warn!(upstream = %self.name, "upstream sent a message that is {why} and answers no request sluice can place; discarded");
             return;
         };
-        self.lock_oversized().insert(id);
+        let upstream = self.name.to_string();
+        let failure = match why {
+            Unreadable::TooLarge => UpstreamFailure::TooLarge { upstream },
+            Unreadable::Malformed => UpstreamFailure::Protocol {
+                upstream,
+                detail: "the answer is not a valid JSON-RPC response",
+            },
+        };
+        tracing::warn!(upstream = %self.name, "upstream answered a request with a message that is {why}; the request fails");
+        self.lock_unreadable().insert(id, failure);
         if !self.pending.resolve(&json!(id), Err(None)) {
-            self.lock_oversized().remove(&id);
+            self.lock_unreadable().remove(&id);
         }
     }
 

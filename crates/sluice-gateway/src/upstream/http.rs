@@ -23,9 +23,10 @@ use sluice_core::policy::UpstreamFailure;
 use sluice_core::protocol::{self, Era};
 use sluice_core::trace_context;
 use sse_stream::SseByteStream;
+use tokio::sync::oneshot;
 use tokio_util::sync::CancellationToken;
 
-use super::wire::{Inbound, Outgoing, Wire};
+use super::wire::{Inbound, Outgoing, Unreadable, Wire};
 use crate::outbound;
 use crate::pending::Answer;
 
@@ -40,6 +41,10 @@ const MAX_IDLE_RESUMES: u32 = 20;
 /// How many times in a row the legacy GET stream may fail before sluice
 /// stops reopening it (the POST path keeps working without it).
 const GET_STREAM_RETRIES: u32 = 5;
+
+/// The longest a legacy connection waits for its GET stream to open
+/// before it serves calls anyway.
+const GET_STREAM_OPEN_WAIT: Duration = Duration::from_secs(2);
 
 /// Where a polled SSE answer stands between its streams.
 struct Polling {
@@ -334,9 +339,7 @@ impl HttpWire {
                     return Some(Ok(outcome.map_err(Some)));
                 }
                 Some(Ok(message)) => inbound.message(era, message, Some(id)),
-                _ => {
-                    tracing::warn!(upstream = %self.name, "upstream sent an event that is not JSON-RPC; ignored")
-                }
+                _ => inbound.unreadable(data.as_bytes(), Unreadable::Malformed),
             }
         }
         None
@@ -409,14 +412,24 @@ impl HttpWire {
 
     /// Keeps the legacy GET stream open for the upstream's notifications
     /// that belong to no request (`list_changed`, `resources/updated`).
-    async fn listen(&self, inbound: &dyn Inbound, closed: &CancellationToken) {
+    async fn listen(
+        &self,
+        inbound: &dyn Inbound,
+        closed: &CancellationToken,
+        opened: oneshot::Sender<()>,
+    ) {
         let mut failures = 0;
+        let mut opened = Some(opened);
         while !closed.is_cancelled() && failures < GET_STREAM_RETRIES {
             let headers = self.stream_headers();
             let resp = tokio::select! {
                 resp = self.client.get(&self.url).headers(headers).send() => resp,
                 () = closed.cancelled() => return,
             };
+            // Whatever the answer, the upstream has seen the GET.
+            if let Some(opened) = opened.take() {
+                let _ = opened.send(());
+            }
             match resp {
                 Ok(resp) if resp.status().is_success() && is_event_stream(resp.headers()) => {
                     failures = 0;
@@ -478,8 +491,20 @@ impl Wire for HttpWire {
             HeaderValue::try_from(version).ok();
     }
 
-    fn open_notifications(self: Arc<Self>, inbound: Arc<dyn Inbound>, closed: CancellationToken) {
-        tokio::spawn(async move { self.listen(&*inbound, &closed).await });
+    /// Waits at most [`GET_STREAM_OPEN_WAIT`] for the stream: a 2025-x
+    /// server sends what relates to no request only on it, and drops it
+    /// while it is not open (a tool's elicitation without a related
+    /// request, sent before the stream is there, would be lost).
+    fn open_notifications(
+        self: Arc<Self>,
+        inbound: Arc<dyn Inbound>,
+        closed: CancellationToken,
+    ) -> BoxFuture<'static, ()> {
+        let (opened, is_open) = oneshot::channel();
+        tokio::spawn(async move { self.listen(&*inbound, &closed, opened).await });
+        Box::pin(async move {
+            let _ = tokio::time::timeout(GET_STREAM_OPEN_WAIT, is_open).await;
+        })
     }
 
     fn end_session(&self) -> BoxFuture<'_, ()> {

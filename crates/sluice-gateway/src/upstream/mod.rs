@@ -19,8 +19,10 @@
 //! - `wire`: the seam between a connection and its transport;
 //! - `stdio`, `http`: the two transports, which only move bytes.
 
+mod child;
 mod connection;
 mod http;
+mod sandbox;
 mod stdio;
 mod wire;
 
@@ -165,10 +167,10 @@ impl Settings {
 impl Upstream {
     pub(crate) fn new(config: UpstreamConfig, stop: CancellationToken) -> Self {
         Upstream {
+            status: Mutex::new(UpstreamStatus::new(&config.transport)),
             config,
             stop,
             connection: RwLock::new(None),
-            status: Mutex::new(UpstreamStatus::default()),
         }
     }
 
@@ -599,7 +601,7 @@ pub(crate) async fn connect(
         }
     };
     match description.era {
-        Era::Legacy => shared.open_notifications(),
+        Era::Legacy => shared.open_notifications().await,
         Era::Modern => listen_for_changes(&shared, &description.capabilities),
     }
     Ok(Connection::new(shared, description))
@@ -620,13 +622,15 @@ async fn open_wire(
             env,
             cwd,
             rlimit,
+            sandbox,
         } => {
-            let spec = stdio::ChildSpec {
+            let spec = child::ChildSpec {
                 command,
                 args,
                 env,
                 cwd: cwd.as_ref(),
                 rlimit,
+                sandbox,
             };
             let (wire, readers) = stdio::spawn(name, &spec)
                 .map_err(|e| format!("could not start {command:?}: {e}"))?;

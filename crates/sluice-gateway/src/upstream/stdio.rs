@@ -2,15 +2,14 @@
 //!
 //! The child starts with a cleared environment plus `PATH`, `HOME` and what
 //! the config grants (SECURITY.md, S-21), in its own process group so that
-//! its descendants end with it. Every spawn is logged. Its stderr goes to
-//! sluice's log under the upstream's name. A line on stdout that is not
+//! its descendants end with it; sandboxed, it runs under `bwrap`
+//! (`super::sandbox`). Every spawn is logged, with its sandbox. Its stderr
+//! goes to sluice's log under the upstream's name. A line on stdout that is not
 //! JSON-RPC is logged and skipped. A line longer than the transport ceiling
 //! is not buffered: its first bytes are kept to find the request it answers,
 //! the rest is read and discarded up to its newline, and that request fails
 //! as too large (the router answers it); the connection goes on.
 
-use std::collections::BTreeMap;
-use std::path::PathBuf;
 use std::process::Stdio;
 use std::sync::Arc;
 use std::time::Duration;
@@ -25,12 +24,14 @@ use sluice_core::config::Rlimits;
 use sluice_core::jsonrpc::Message;
 use sluice_core::policy::UpstreamFailure;
 use sluice_core::protocol::Era;
+use sluice_core::sandbox::Sandboxing;
 use tokio::io::AsyncWriteExt;
 use tokio::process::{ChildStderr, ChildStdin, ChildStdout};
 use tokio::sync::{Mutex, mpsc};
 use tokio_util::codec::{AnyDelimiterCodec, AnyDelimiterCodecError, Decoder, FramedRead};
 
-use super::wire::{Inbound, Outgoing, Wire};
+use super::child::ChildSpec;
+use super::wire::{Inbound, Outgoing, Unreadable, Wire};
 use crate::pending::Answer;
 
 /// POSIX signal numbers (the same on every Unix sluice runs on).
@@ -51,15 +52,6 @@ pub(crate) struct StdioWire {
     child: Mutex<Box<dyn ChildWrapper>>,
 }
 
-/// How to start the child.
-pub(crate) struct ChildSpec<'a> {
-    pub(crate) command: &'a str,
-    pub(crate) args: &'a [String],
-    pub(crate) env: &'a BTreeMap<String, String>,
-    pub(crate) cwd: Option<&'a PathBuf>,
-    pub(crate) rlimit: &'a Rlimits,
-}
-
 /// The child's output streams, before their reader tasks start.
 pub(crate) struct StdioReaders {
     name: Arc<str>,
@@ -74,9 +66,21 @@ pub(crate) fn spawn(
     name: &Arc<str>,
     spec: &ChildSpec<'_>,
 ) -> std::io::Result<(StdioWire, StdioReaders)> {
-    let mut command = tokio::process::Command::new(spec.command);
+    let mut command = match spec.sandbox {
+        Sandboxing::None => {
+            let mut command = tokio::process::Command::new(spec.command);
+            command.args(spec.args);
+            command
+        }
+        Sandboxing::Bwrap(policy) => {
+            let (bwrap, line) =
+                super::sandbox::bwrap(spec, policy).map_err(std::io::Error::other)?;
+            let mut command = tokio::process::Command::new(bwrap);
+            command.args(line);
+            command
+        }
+    };
     command
-        .args(spec.args)
         .env_clear()
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
@@ -107,6 +111,7 @@ pub(crate) fn spawn(
         pid = ?pid,
         env_keys = ?spec.env.keys().collect::<Vec<_>>(),
         cwd = ?spec.cwd,
+        sandbox = %spec.sandbox.summary(),
         "spawned upstream"
     );
     let missing = || std::io::Error::other("child stdio was not piped");
@@ -199,7 +204,7 @@ impl StdioReaders {
                             upstream = %name,
                             "upstream wrote a message longer than the transport ceiling ({max_line} bytes); discarded"
                         );
-                        inbound.oversized(&prefix);
+                        inbound.unreadable(&prefix, Unreadable::TooLarge);
                         continue;
                     }
                     Err(_) => break,
@@ -210,11 +215,7 @@ impl StdioReaders {
                 match Message::parse(&line) {
                     // The era only matters for how replies travel over HTTP.
                     Some(Ok(message)) => inbound.message(Era::Legacy, message, None),
-                    _ => tracing::warn!(
-                        upstream = %name,
-                        bytes = line.len(),
-                        "upstream wrote a line that is not JSON-RPC; ignored"
-                    ),
+                    _ => inbound.unreadable(&line, Unreadable::Malformed),
                 }
             }
             inbound.ended();

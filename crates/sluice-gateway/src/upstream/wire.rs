@@ -71,9 +71,16 @@ pub(crate) trait Wire: Send + Sync {
     fn negotiated(&self, _version: &str) {}
 
     /// Opens what a legacy upstream sends notifications on that belong to
-    /// no request (HTTP's GET stream), until `closed`. Over stdio they
+    /// no request (HTTP's GET stream), until `closed`; resolves once the
+    /// upstream answered the opening (or a short wait passed), so that a
+    /// request it receives next finds the stream there. Over stdio they
     /// arrive on stdout with everything else.
-    fn open_notifications(self: Arc<Self>, _inbound: Arc<dyn Inbound>, _closed: CancellationToken) {
+    fn open_notifications(
+        self: Arc<Self>,
+        _inbound: Arc<dyn Inbound>,
+        _closed: CancellationToken,
+    ) -> BoxFuture<'static, ()> {
+        Box::pin(future::ready(()))
     }
 
     /// Ends what the transport runs: a child gets SIGTERM, then SIGKILL
@@ -100,10 +107,30 @@ pub(crate) trait Inbound: Send + Sync {
     /// carried it, if any; `era` is how replies to it travel.
     fn message(&self, era: Era, message: Message, stream: Option<u64>);
 
-    /// A message too large to read: its first bytes.
-    fn oversized(&self, prefix: &[u8]);
+    /// A message that could not be read: its first bytes (all of it, when
+    /// it was not too large), and why.
+    fn unreadable(&self, prefix: &[u8], why: Unreadable);
 
     /// The transport ended (the child closed stdout, the HTTP session is
     /// gone).
     fn ended(&self);
+}
+
+/// Why a message the upstream sent could not be read.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Unreadable {
+    /// Longer than `transport_max_message_bytes`.
+    TooLarge,
+    /// Not JSON, nested deeper than the parser goes, or not a valid
+    /// JSON-RPC message (a response with both `result` and `error`).
+    Malformed,
+}
+
+impl std::fmt::Display for Unreadable {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            Unreadable::TooLarge => "larger than the transport ceiling",
+            Unreadable::Malformed => "not valid JSON-RPC",
+        })
+    }
 }

@@ -6,13 +6,13 @@ use std::time::Duration;
 
 use serde_json::{Value, json};
 
-use crate::Violation;
 use crate::bulk::{self, Bulk};
 use crate::era::{Era, META_CLIENT_CAPABILITIES};
 use crate::fixture::Fixture;
 use crate::jsonrpc::{Payload, RpcError};
 use crate::list_tool;
 use crate::peer::{Out, ReqCtx};
+use crate::{DEEP_ANSWER_DEPTH, Violation};
 
 mod param_headers;
 
@@ -90,6 +90,22 @@ pub async fn call(fx: &Arc<Fixture>, params: &Value, ctx: &ReqCtx) -> Result<Pay
     }
     let result = match name {
         "echo" if violates(Violation::OutputSchema) => Ok(mismatched_echo()),
+        // A raw result is written after `"result":`, so this one closes the result and adds
+        // an `error` member beside it.
+        "echo" if violates(Violation::ResultAndError) => {
+            return Ok(Payload::Raw(
+                r#"{"content":[{"type":"text","text":"both"}]},"error":{"code":-32603,"message":"both"}"#
+                    .to_owned(),
+            ));
+        }
+        "echo" if violates(Violation::DeepAnswer) => {
+            let deep = format!(
+                "{}{}",
+                "[".repeat(DEEP_ANSWER_DEPTH),
+                "]".repeat(DEEP_ANSWER_DEPTH)
+            );
+            return Ok(Payload::Raw(format!(r#"{{"content":[],"deep":{deep}}}"#)));
+        }
         // Plain round trip.
         "echo" => str_arg(args, "text").map(text),
         // Pass-through fidelity: unknown fields, unknown content types, odd numbers.

@@ -73,7 +73,7 @@ fn limits_are_checked_with_key_value_and_range() {
     assert_eq!(errs.len(), 1, "{errs:?}");
     assert!(
         errs[0].contains(
-            "limits.mcp_read_response_max_bytes: 1000 is out of range: must be 65536 to 8388608"
+            "limits.mcp_read_response_max_bytes: 1000 is out of range (allowed: 65536 to 8388608"
         ),
         "{errs:?}"
     );

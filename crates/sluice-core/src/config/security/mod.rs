@@ -82,6 +82,6 @@ mod tests {
         let c = parse("[policy]\nsensitive_elicitation = \"allow\"\n").unwrap();
         assert_eq!(c.sensitive_elicitation, SensitiveElicitation::Allow);
         let e = errors("[policy]\nsensitive_elicitation = \"ask\"\n");
-        assert!(e[0].contains("must be \"refuse\" or \"allow\""), "{e:?}");
+        assert!(e[0].contains("(allowed: \"refuse\", \"allow\")"), "{e:?}");
     }
 }

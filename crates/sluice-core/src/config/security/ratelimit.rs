@@ -302,7 +302,7 @@ mod tests {
         );
         let e = errors("[ratelimit]\nbackend = \"memcached\"\n");
         assert!(
-            e[0].contains("ratelimit.backend: \"memcached\": must be \"memory\" or \"redis\""),
+            e[0].contains("ratelimit.backend: \"memcached\" is not one of the choices (allowed: \"memory\", \"redis\")"),
             "{e:?}"
         );
         let e = errors(

@@ -132,7 +132,7 @@ fn the_header_caps_come_before_the_origin() {
     let local = ServerConfig::default().allowed_origins;
     let mut h = headers(&[("host", "evil.example.com")]);
     assert_eq!(
-        check_transport(&h, true, &local),
+        check_transport(&h, None, true, &local),
         Err(Denied::Forbidden("this Host"))
     );
     for i in 0..MAX_HEADERS {
@@ -142,7 +142,7 @@ fn the_header_caps_come_before_the_origin() {
         max_headers: 64,
         max_bytes: 32_768,
     });
-    assert_eq!(check_transport(&h, true, &local), too_large);
+    assert_eq!(check_transport(&h, None, true, &local), too_large);
     let big = headers(&[("host", "localhost"), ("x", &"a".repeat(MAX_HEADER_BYTES))]);
     assert_eq!(check_header_size(&big), too_large);
     let fits = headers(&[("x", &"a".repeat(MAX_HEADER_BYTES - 1))]);
@@ -365,4 +365,114 @@ fn ports_and_local_names() {
     assert_eq!(strip_port("[::1]"), "::1");
     assert_eq!(strip_port("localhost"), "localhost");
     assert!(is_local_host("::1") && !is_local_host("localhost.evil.example.com"));
+}
+
+#[test]
+fn one_host_that_the_target_does_not_contradict() {
+    let local = ServerConfig::default().allowed_origins;
+    let h = headers(&[("host", "127.0.0.1:8787")]);
+    assert_eq!(check_host(&h, None), Ok(()));
+    assert_eq!(check_host(&h, Some("127.0.0.1:8787")), Ok(()));
+    // An absolute-form target naming another host: 421, even where the
+    // Host itself would pass.
+    let misdirected = check_transport(&h, Some("evil.example"), true, &local);
+    assert_eq!(misdirected, Err(Denied::Misdirected));
+    assert_eq!(Denied::Misdirected.http_status(Era::Legacy), 421);
+    assert_eq!(
+        check_host(&headers(&[]), Some("127.0.0.1:8787")),
+        Err(Denied::Misdirected),
+        "a target and no Host"
+    );
+    let two = headers(&[("host", "127.0.0.1"), ("host", "evil.example")]);
+    let refused = check_host(&two, None).expect_err("two Host fields");
+    assert_eq!(
+        refused,
+        Denied::MalformedRequest("more than one Host header")
+    );
+    assert_eq!(refused.http_status(Era::Legacy), 400);
+    assert_eq!(code(refused), jsonrpc::INVALID_REQUEST);
+    // Host names are case-insensitive.
+    assert_eq!(
+        check_host(&headers(&[("host", "LocalHost:1")]), Some("localhost:1")),
+        Ok(())
+    );
+}
+
+#[test]
+fn one_credential_at_most() {
+    assert_eq!(credential(&headers(&[])), Ok(None));
+    assert_eq!(
+        credential(&headers(&[("Authorization", "Bearer a")])),
+        Ok(Some("Bearer a"))
+    );
+    for pair in [["Bearer good", "Bearer bad"], ["Bearer bad", "Bearer good"]] {
+        let h = headers(&[("authorization", pair[0]), ("Authorization", pair[1])]);
+        let refused = credential(&h).expect_err("two credentials");
+        assert_eq!(refused.http_status(Era::Legacy), 400);
+        assert_eq!(
+            refused.to_string(),
+            "Bad Request: more than one Authorization header; send one credential"
+        );
+    }
+    let mut not_text = Fields(Vec::new());
+    not_text.0.push(("authorization".into(), None));
+    assert_eq!(credential(&not_text), Ok(Some("\u{fffd}")));
+}
+
+#[test]
+fn a_post_is_declared_json() {
+    for ok in [
+        "application/json",
+        "Application/JSON",
+        "application/json; charset=utf-8",
+    ] {
+        assert_eq!(
+            check_content_type(&headers(&[("content-type", ok)])),
+            Ok(()),
+            "{ok}"
+        );
+    }
+    for bad in [
+        "text/plain",
+        "application/jsonx",
+        "application/x-www-form-urlencoded",
+        "",
+    ] {
+        let refused = check_content_type(&headers(&[("content-type", bad)])).expect_err("not JSON");
+        assert_eq!(refused, Denied::UnsupportedMediaType, "{bad}");
+    }
+    assert_eq!(
+        check_content_type(&headers(&[])),
+        Err(Denied::UnsupportedMediaType)
+    );
+    let two = headers(&[
+        ("content-type", "application/json"),
+        ("content-type", "text/plain"),
+    ]);
+    assert_eq!(check_content_type(&two), Err(Denied::UnsupportedMediaType));
+    assert_eq!(Denied::UnsupportedMediaType.http_status(Era::Modern), 415);
+}
+
+#[test]
+fn mismatch_messages_quote_a_bounded_excerpt() {
+    let long = "v".repeat(10_000);
+    let h = headers(&[
+        ("mcp-protocol-version", &long),
+        ("mcp-method", "tools/list"),
+    ]);
+    let params = json!({"_meta": {"io.modelcontextprotocol/protocolVersion": "2026-07-28"}});
+    let refused = check_modern_headers(
+        &h,
+        "tools/list",
+        Method::List(crate::method::ListKind::Tools),
+        &params,
+    )
+    .expect_err("a mismatch");
+    assert_eq!(
+        refused.to_string(),
+        format!(
+            "MCP-Protocol-Version header \"{}\"… does not match the body's \"2026-07-28\"",
+            "v".repeat(64)
+        )
+    );
 }

@@ -157,6 +157,31 @@ fn the_refusal_table() {
             Decision::Invalid,
         ),
         (Denied::SessionNotFound, -32600, 404, 404, Decision::Invalid),
+        (
+            Denied::MalformedRequest("more than one Host header"),
+            -32600,
+            400,
+            400,
+            Decision::Invalid,
+        ),
+        (Denied::Misdirected, -32600, 421, 421, Decision::Invalid),
+        (
+            Denied::UnsupportedMediaType,
+            -32600,
+            415,
+            415,
+            Decision::Invalid,
+        ),
+        (
+            Denied::Upstream(UpstreamFailure::Restarted {
+                upstream: up(),
+                after_timeouts: 3,
+            }),
+            UPSTREAM_LOST,
+            200,
+            200,
+            Decision::UpstreamError,
+        ),
         (Denied::TooManySessions, -32603, 503, 503, Decision::Invalid),
         (
             Denied::Forbidden("this Origin"),
@@ -293,4 +318,42 @@ fn sluices_own_codes_stay_in_their_band() {
     ] {
         assert!((-32019..=-32000).contains(&code), "{code}");
     }
+}
+
+#[test]
+fn a_restart_says_so_and_names_its_upstream() {
+    let rpc = Denied::Upstream(UpstreamFailure::Restarted {
+        upstream: "fx".into(),
+        after_timeouts: 3,
+    })
+    .to_rpc();
+    assert_eq!(rpc.code, UPSTREAM_LOST);
+    assert!(
+        rpc.message
+            .starts_with("upstream \"fx\" was restarted while this request was in flight")
+    );
+    assert_eq!(rpc.data, Some(json!({"upstream": "fx", "restarted": true})));
+}
+
+#[test]
+fn names_a_client_sent_are_quoted_bounded() {
+    let name = "n".repeat(1 << 20);
+    let unknown = Denied::UnknownEntry {
+        kind: ListKind::Tools,
+        name: name.clone(),
+    };
+    assert_eq!(
+        unknown.to_string(),
+        format!("Unknown tool: {}…", "n".repeat(64))
+    );
+    let method = Denied::MethodNotFound(name.clone());
+    assert_eq!(
+        method.to_string(),
+        format!("Method not found: {}…", "n".repeat(64))
+    );
+    let version = Denied::UnsupportedVersionHeader(name);
+    assert_eq!(
+        version.to_string(),
+        format!("Unsupported MCP-Protocol-Version: \"{}\"…", "n".repeat(64))
+    );
 }

@@ -1,4 +1,4 @@
-use serde_json::json;
+use serde_json::{Value, json};
 
 use super::*;
 use crate::catalog::UpstreamCatalog;
@@ -212,5 +212,51 @@ fn subscriptions_need_a_session() {
     assert_eq!(
         subscription_session::<u8>(Method::Unsubscribe, None),
         Err(Denied::MethodNotFound("resources/unsubscribe".into()))
+    );
+}
+
+#[test]
+fn arguments_are_an_object_and_a_prompts_are_strings() {
+    let call = |arguments: Value| json!({"name": "a__t", "arguments": arguments});
+    for ok in [json!({}), json!({"k": [1]}), Value::Null] {
+        assert_eq!(
+            check_arguments(ListKind::Tools, &call(ok.clone())),
+            Ok(()),
+            "{ok}"
+        );
+    }
+    assert_eq!(
+        check_arguments(ListKind::Tools, &json!({"name": "a__t"})),
+        Ok(())
+    );
+    for bad in [json!("x"), json!([1]), json!(1), json!(true)] {
+        let refused = check_arguments(ListKind::Tools, &call(bad.clone())).expect_err("refused");
+        assert_eq!(
+            refused.to_rpc().code,
+            crate::jsonrpc::INVALID_PARAMS,
+            "{bad}"
+        );
+        assert_eq!(refused.to_string(), "params.arguments must be an object");
+        // Whatever the mode, before any routing.
+        assert_eq!(
+            tool_call(CatalogMode::Progressive, &call(bad)),
+            Err(refused)
+        );
+    }
+    assert_eq!(
+        check_arguments(ListKind::Prompts, &call(json!({"n": "Ada"}))),
+        Ok(())
+    );
+    let refused = check_arguments(ListKind::Prompts, &call(json!({"n": 1}))).expect_err("refused");
+    assert_eq!(
+        refused.to_string(),
+        "params.arguments must be an object of strings"
+    );
+    // `sluice_call_tool`'s inner arguments too.
+    let inner =
+        json!({"name": "sluice_call_tool", "arguments": {"name": "a__t", "arguments": "x"}});
+    assert_eq!(
+        tool_call(CatalogMode::Progressive, &inner),
+        Err(Denied::invalid_params("params.arguments must be an object"))
     );
 }

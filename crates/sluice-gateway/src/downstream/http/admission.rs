@@ -5,7 +5,8 @@
 use std::sync::Arc;
 
 use axum::extract::{Request, State};
-use axum::http::{HeaderMap, header};
+use axum::http::uri::Authority;
+use axum::http::{HeaderMap, Method, Uri};
 use axum::middleware::Next;
 use axum::response::Response;
 use sluice_core::access::Principal;
@@ -46,7 +47,9 @@ pub(super) async fn admission(
     mut request: Request,
     next: Next,
 ) -> Response {
-    match admit(&state, request.headers()).await {
+    // The request's parts, not the request: its body is not `Sync`.
+    let admitted = admit(&state, request.method(), request.uri(), request.headers()).await;
+    match admitted {
         Ok(principal) => {
             request.extensions_mut().insert(principal);
             next.run(request).await
@@ -56,25 +59,41 @@ pub(super) async fn admission(
 }
 
 /// The guards every `/mcp` request passes before its body is read:
-/// headers, origin, then who is calling.
-async fn admit(state: &HttpState, headers: &HeaderMap) -> Result<Arc<Principal>, Denied> {
-    check_transport(state, headers)?;
+/// headers, target and origin, then who is calling, then (for a POST)
+/// what its body is declared to be.
+async fn admit(
+    state: &HttpState,
+    method: &Method,
+    target: &Uri,
+    headers: &HeaderMap,
+) -> Result<Arc<Principal>, Denied> {
+    check_transport(state, target, headers)?;
     let view = HeaderView(headers);
-    let authorization = view.lossy(header::AUTHORIZATION.as_str());
-    match state.gateway.auth().authenticate(authorization).await {
-        Ok(principal) => Ok(Arc::new(principal)),
+    let authorization = admission::credential(&view)?;
+    let principal = match state.gateway.auth().authenticate(authorization).await {
+        Ok(principal) => principal,
         Err(refusal) => {
             let denied = unauthenticated(refusal);
             tracing::info!("refused an HTTP request: {denied}");
-            Err(denied)
+            return Err(denied);
         }
+    };
+    if method == Method::POST {
+        admission::check_content_type(&view)?;
     }
+    Ok(Arc::new(principal))
 }
 
-/// Header caps, then the DNS-rebinding guard.
-pub(super) fn check_transport(state: &HttpState, headers: &HeaderMap) -> Result<(), Denied> {
+/// Header caps, the request target against `Host`, then the
+/// DNS-rebinding guard.
+pub(super) fn check_transport(
+    state: &HttpState,
+    target: &Uri,
+    headers: &HeaderMap,
+) -> Result<(), Denied> {
     admission::check_transport(
         &HeaderView(headers),
+        target.authority().map(Authority::as_str),
         state.loopback,
         &state.gateway.live().config.server.allowed_origins,
     )

@@ -50,7 +50,7 @@ use std::sync::Arc;
 
 use axum::Router;
 use axum::extract::{DefaultBodyLimit, State};
-use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
+use axum::http::{HeaderMap, HeaderValue, StatusCode, Uri, header};
 use axum::middleware;
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
@@ -151,11 +151,11 @@ impl HttpState {
     }
 }
 
-async fn health(State(state): State<Arc<HttpState>>, headers: HeaderMap) -> Response {
+async fn health(State(state): State<Arc<HttpState>>, uri: Uri, headers: HeaderMap) -> Response {
     // No auth here (the version must be readable before it, S-7), but no
     // DNS rebinding either: a web page must not read the upstreams' states
     // through the user's browser.
-    if let Err(denied) = admission::check_transport(&state, &headers) {
+    if let Err(denied) = admission::check_transport(&state, &uri, &headers) {
         return state.refuse_early(denied);
     }
     encode::json_response(StatusCode::OK, &state.gateway.health(), None)
@@ -184,8 +184,12 @@ async fn render_metrics() -> Response {
 }
 
 /// RFC 9728 protected resource metadata (OAuth mode; 404 otherwise).
-async fn resource_metadata(State(state): State<Arc<HttpState>>, headers: HeaderMap) -> Response {
-    if let Err(denied) = admission::check_transport(&state, &headers) {
+async fn resource_metadata(
+    State(state): State<Arc<HttpState>>,
+    uri: Uri,
+    headers: HeaderMap,
+) -> Response {
+    if let Err(denied) = admission::check_transport(&state, &uri, &headers) {
         return state.refuse_early(denied);
     }
     match state.gateway.auth().resource_metadata() {

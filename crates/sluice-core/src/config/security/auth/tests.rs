@@ -61,7 +61,7 @@ fn oauth_needs_a_resource_an_issuer_and_narrow_scopes() {
         "auth.scopes_supported: \"*\" is a wildcard scope",
         "auth.scopes_supported: \"all\" is a wildcard scope",
         "auth.scopes_supported: \"a b\" is not a scope name",
-        "auth.clock_skew: \"1h\" is out of range: must be 0ms to 300s",
+        "auth.clock_skew: \"1h\" is out of range (allowed: 0ms to 300s",
     ] {
         assert!(joined.contains(want), "missing {want:?} in\n{joined}");
     }
