@@ -21,8 +21,11 @@
 
 pub mod definition;
 pub mod drift;
+pub mod entry;
 pub mod lockfile;
+pub mod poisoning;
 pub mod redaction;
+pub mod view;
 
 use std::collections::HashMap;
 

@@ -138,6 +138,7 @@ impl Gateway {
             snapshot: ArcSwap::from_pointee(Snapshot {
                 live: Arc::new(live),
                 federation: Arc::new(Federation::default()),
+                views: Arc::default(),
             }),
             approvals: Mutex::new(HashMap::new()),
             events,
@@ -241,8 +242,14 @@ impl Gateway {
         Arc::clone(&self.live().auth)
     }
 
-    pub(crate) fn federation(&self) -> Arc<Federation> {
-        self.hub.federation()
+    /// The catalog a request through `view` (or none) sees.
+    pub(crate) fn federation(&self, view: Option<&str>) -> Arc<Federation> {
+        Arc::clone(&self.hub.snapshot(view).federation)
+    }
+
+    /// Whether `[[view]]` `name` is configured.
+    pub(crate) fn has_view(&self, name: &str) -> bool {
+        self.hub.has_view(name)
     }
 
     pub(crate) fn subscribe(&self) -> broadcast::Receiver<ClientEvent> {
