@@ -82,6 +82,8 @@ EXPECTED_EVERYTHING_STDIO: dict[str, str] = {
     **_ENVELOPE_PASS,
     "boundary/read-budget": "pass",
     "boundary/secrets": "pass",
+    "poisoning/names": "pass",
+    "poisoning/definitions": "fail",  # gzip-file-as-resource: a URL as a schema default
 }
 
 # The same server over Streamable HTTP: the HTTP-only rules now apply.
@@ -111,6 +113,8 @@ EXPECTED_TIME_STDIO: dict[str, str] = {
     **_ENVELOPE_PASS,
     "boundary/read-budget": "pass",
     "boundary/secrets": "pass",
+    "poisoning/names": "pass",
+    "poisoning/definitions": "pass",
 }
 
 # server-everything 2025.12.18 (speaks 2025-11-25; 100 resources, 10 per page), on stdio.
@@ -133,6 +137,8 @@ EXPECTED_EVERYTHING_2025_STDIO: dict[str, str] = {
     **_ENVELOPE_PASS,
     "boundary/read-budget": "could-not-judge",  # no read-only tool
     "boundary/secrets": "pass",
+    "poisoning/names": "pass",
+    "poisoning/definitions": "pass",
 }
 
 # Text that the peers' tools, resources and prompts return. None of it may appear in a report.

@@ -3,8 +3,9 @@
 * server-everything 2025.12.18 pages its 100 resources 10 at a time: `sluice lock` must read every
   page, and what it approves must be exactly what a direct client drains page by page (same client
   capabilities as sluice declares upstream: sampling and elicitation, not roots).
-* server-everything 2026.8.31, server-memory and mcp-server-time locked together; `sluice serve`
-  with that lockfile lists exactly the approved tools, with the approved definitions.
+* server-everything 2026.8.31, server-memory and mcp-server-time locked together (everything only
+  with `--accept-findings`: a URL default is a poisoning-scan finding); `sluice serve` with that
+  lockfile lists exactly the approved tools, with the approved definitions.
 * Drift on a real server: the upstream `time` is locked, then the config points `time` at
   server-memory. `check` reports every removed and added entry; `serve` lists none of the
   unapproved tools and refuses a call to one with -32010.
@@ -228,10 +229,22 @@ def test_several_servers_lock_check_and_serve_only_the_locked(
     cfg = write_pinned_config(tmp_path / "sluice.toml", [ups[n] for n in SEVERAL])
     lockfile = tmp_path / "sluice.lock"
 
+    # server-everything's gzip tool has a URL as a default: the poisoning scan's `url` finding.
+    # `lock` refuses that upstream (exit 1, naming the entry and the finding) and locks the others.
     out = sluice("lock", config=cfg)
+    expect_exit(out, 1)
+    finding = "url at inputSchema.properties.data.default"
+    assert "everything: not locked: the poisoning scan found, in 1 entry" in out.stdout, show(out)
+    assert f"tool gzip-file-as-resource: {finding}: " in out.stdout, show(out)
+    assert set(read_lock(lockfile)["upstreams"]) == {"memory", "time"}, show(out)
+    # Accepted, it is recorded beside the digest, and only there.
+    out = sluice("lock", "--accept-findings", config=cfg)
     expect_exit(out, 0)
     lock = read_lock(lockfile)
     assert set(lock["upstreams"]) == set(SEVERAL), show(out)
+    recorded = {(n, k, t): e["findings"] for n, lists in lock["upstreams"].items()
+                for k, entries in lists.items() for t, e in entries.items() if "findings" in e}
+    assert recorded == {("everything", "tools", "gzip-file-as-resource"): [finding]}, recorded
     check_entries(lock)
     sizes = {n: {k: len(v) for k, v in lists.items()} for n, lists in lock["upstreams"].items()}
     for n in SEVERAL:

@@ -2,7 +2,8 @@
 //! and the lockfile, starts the gateway (or reads catalogs for `lock` and
 //! `check`), prints completions and the man page (`shell`), and maps
 //! outcomes to exit codes, the same for every command: 0 ok,
-//! 1 drift found, 2 not established, 64 usage error, 70 internal error,
+//! 1 drift found (or, for `lock`, findings not accepted), 2 not
+//! established, 64 usage error, 70 internal error,
 //! 78 invalid configuration or lockfile.
 
 mod audit;
@@ -32,6 +33,7 @@ use tracing_subscriber::layer::SubscriberExt;
 use tracing_subscriber::util::SubscriberInitExt;
 
 const EXIT_DRIFT: u8 = 1;
+const EXIT_FINDINGS: u8 = 1;
 const EXIT_NOT_ESTABLISHED: u8 = 2;
 const EXIT_USAGE: u8 = 64;
 const EXIT_INTERNAL: u8 = 70;
@@ -82,13 +84,18 @@ enum Command {
         /// Serve one client on stdin/stdout instead of HTTP.
         #[arg(long)]
         stdio: bool,
+        /// With --stdio: serve the part of the catalog `[[view]]` NAME
+        /// shows (over HTTP, a view is served at /mcp/NAME).
+        #[arg(long, value_name = "NAME", requires = "stdio")]
+        view: Option<String>,
         /// Override `[server] listen` (e.g. 127.0.0.1:0 for any free port).
         #[arg(long, value_name = "ADDR")]
         listen: Option<SocketAddr>,
     },
     /// Read every upstream's catalog to its end and write the approved
     /// definitions to the lockfile (exit 2, keeping the previous approval,
-    /// for an upstream whose read did not finish).
+    /// for an upstream whose read did not finish; exit 1, likewise, for an
+    /// upstream whose poisoning scan has findings).
     Lock {
         #[command(flatten)]
         source: PinnedConfigArgs,
@@ -96,6 +103,10 @@ enum Command {
         /// approval.
         #[arg(long = "upstream", value_name = "NAME")]
         upstreams: Vec<String>,
+        /// Approve entries with poisoning findings, recording the findings
+        /// in the lockfile beside their digests.
+        #[arg(long)]
+        accept_findings: bool,
     },
     /// Compare every upstream's catalog with the lockfile: exit 0 unchanged,
     /// 1 drifted (the diff is printed), 2 not established.
@@ -342,13 +353,21 @@ fn run(cli: Cli, logging: Logging) -> anyhow::Result<ExitCode> {
         Command::Import(command) => import::run(&command),
         Command::Doctor(args) => doctor(args),
         Command::Audit(command) => audit::run(&command),
-        Command::Lock { source, upstreams } => {
+        Command::Lock {
+            source,
+            upstreams,
+            accept_findings,
+        } => {
             let config = match load(&source.file) {
                 Ok(config) => config,
                 Err(code) => return Ok(code),
             };
             let path = source.lockfile(&config);
-            runtime()?.block_on(pinning::lock(&config, &path, &upstreams))
+            let scope = pinning::LockScope {
+                upstreams: &upstreams,
+                accept_findings,
+            };
+            runtime()?.block_on(pinning::lock(&config, &path, scope))
         }
         Command::Check { source, json } => {
             let config = match load(&source.file) {
@@ -361,12 +380,23 @@ fn run(cli: Cli, logging: Logging) -> anyhow::Result<ExitCode> {
         Command::Serve {
             source,
             stdio,
+            view,
             listen,
         } => {
             let mut config = match load(&source.file) {
                 Ok(config) => config,
                 Err(code) => return Ok(code),
             };
+            if let Some(view) = &view
+                && !config.views.iter().any(|v| &v.name == view)
+            {
+                let names: Vec<&str> = config.views.iter().map(|v| v.name.as_str()).collect();
+                eprintln!(
+                    "sluice: no [[view]] named {view:?} in the config (configured: {})",
+                    names.join(", ")
+                );
+                return Ok(ExitCode::from(EXIT_USAGE));
+            }
             let traces = match telemetry::start_traces(&config) {
                 Ok(Some((traces, layer))) => {
                     init_logging(logging, Some(layer));
@@ -449,11 +479,16 @@ fn run(cli: Cli, logging: Logging) -> anyhow::Result<ExitCode> {
                 bound: (!stdio).then_some(config.server.listen),
             };
             let state_dir = state::dir(source.path(), &config);
+            let transport = if stdio {
+                Transport::Stdio(view.map(Arc::from))
+            } else {
+                Transport::Http
+            };
             runtime.block_on(serve(
                 config,
                 lock,
                 cursor_secret,
-                stdio,
+                transport,
                 sources,
                 traces,
                 &state_dir,
@@ -619,11 +654,19 @@ fn print_report(
     Ok(ExitCode::from(report.exit_code()))
 }
 
+/// How `serve` meets its clients.
+enum Transport {
+    /// Streamable HTTP at `/mcp` (and `/mcp/<view>`).
+    Http,
+    /// One client on stdin/stdout, through a view or not.
+    Stdio(Option<Arc<str>>),
+}
+
 async fn serve(
     config: Config,
     lock: Option<Lockfile>,
     cursor_secret: [u8; 32],
-    stdio: bool,
+    transport: Transport,
     sources: reload::Sources,
     traces: Option<telemetry::Traces>,
     state_dir: &Path,
@@ -631,16 +674,15 @@ async fn serve(
     let listen = config.server.listen;
     // The port first: when it is taken, no upstream has been spawned for
     // nothing.
-    let listener = if stdio {
-        None
-    } else {
-        match tokio::net::TcpListener::bind(listen).await {
-            Ok(listener) => Some(listener),
+    let (listener, view) = match transport {
+        Transport::Stdio(view) => (None, view),
+        Transport::Http => match tokio::net::TcpListener::bind(listen).await {
+            Ok(listener) => (Some(listener), None),
             Err(e) => {
                 eprintln!("sluice: cannot listen on {listen}: {e}; nothing was started");
                 return Ok(ExitCode::from(EXIT_INTERNAL));
             }
-        }
+        },
     };
     if let Err(e) = telemetry::start_metrics(&config).await {
         eprintln!("sluice: {e:#}");
@@ -672,7 +714,8 @@ async fn serve(
     };
     let Some(listener) = listener else {
         let (input, output) = sluice_gateway::downstream::stdio::std_streams();
-        let served = sluice_gateway::downstream::stdio::serve(Arc::clone(&gateway), input, output);
+        let served =
+            sluice_gateway::downstream::stdio::serve(Arc::clone(&gateway), view, input, output);
         tokio::select! {
             () = served => tracing::info!("stdin closed; shutting down"),
             () = signal() => tracing::info!("signal received; shutting down"),

@@ -1,8 +1,10 @@
 //! `sluice lock` and `sluice check`: the lockfile workflow.
 //!
-//! `lock` reads every catalog to its end and writes the approved
-//! definitions; `check` reads them again and compares. Both refuse to judge
-//! a read that did not finish: exit 2 ("not established") is never a drift.
+//! `lock` reads every catalog to its end, scans it for poisoning, and
+//! writes the approved definitions; `check` reads them again and compares.
+//! Both refuse to judge a read that did not finish: exit 2 ("not
+//! established") is never a drift. `lock` refuses an upstream with
+//! findings (exit 1) unless they are accepted.
 
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
@@ -12,11 +14,12 @@ use anyhow::Context;
 use serde_json::{Value, json};
 use sluice_core::catalog::drift::{self, EntryId, NotEstablished, Verdict};
 use sluice_core::catalog::lockfile::{LockedUpstream, Lockfile};
+use sluice_core::catalog::poisoning::{self, CatalogFindings};
 use sluice_core::config::Config;
 use sluice_core::discovery::{CatalogRead, ListKind};
 
 use crate::progress::ReadProgress;
-use crate::{EXIT_CONFIG, EXIT_DRIFT, EXIT_NOT_ESTABLISHED, EXIT_USAGE};
+use crate::{EXIT_CONFIG, EXIT_DRIFT, EXIT_FINDINGS, EXIT_NOT_ESTABLISHED, EXIT_USAGE};
 
 /// Where the lockfile is: `--lockfile`, else `[catalog] lockfile` relative
 /// to the config file's directory.
@@ -58,8 +61,17 @@ pub fn missing_lock(path: &Path) -> String {
     )
 }
 
-/// `sluice lock [--upstream NAME]...`.
-pub async fn lock(config: &Config, path: &Path, only: &[String]) -> anyhow::Result<ExitCode> {
+/// What `sluice lock` approves.
+pub struct LockScope<'a> {
+    /// Only these upstreams (every configured one when empty).
+    pub upstreams: &'a [String],
+    /// Approve entries with findings, recording the findings.
+    pub accept_findings: bool,
+}
+
+/// `sluice lock [--upstream NAME]... [--accept-findings]`.
+pub async fn lock(config: &Config, path: &Path, scope: LockScope<'_>) -> anyhow::Result<ExitCode> {
+    let only = scope.upstreams;
     let configured: Vec<String> = config.upstreams.iter().map(|u| u.name.clone()).collect();
     if let Some(unknown) = only.iter().find(|n| !configured.contains(n)) {
         eprintln!(
@@ -94,11 +106,26 @@ pub async fn lock(config: &Config, path: &Path, only: &[String]) -> anyhow::Resu
             }
         }
     }
-    let mut refused = 0;
+    let findings = scan(config, &reads, &lock);
+    let (mut refused, mut flagged) = (0, 0);
     for (name, read) in reads {
         match read {
             Ok(CatalogRead::Complete(catalog)) => {
-                let approved = LockedUpstream::from_catalog(&catalog);
+                let mut approved = LockedUpstream::from_catalog(&catalog);
+                let found = findings.get(&name).filter(|f| !f.is_empty());
+                if let Some(found) = found {
+                    if !scope.accept_findings {
+                        flagged += 1;
+                        println!(
+                            "{name}: not locked: the poisoning scan found, in {} entr{} (its previous approval, if any, is kept; review them, and approve them with `sluice lock --accept-findings`):\n{}",
+                            found.len(),
+                            if found.len() == 1 { "y" } else { "ies" },
+                            indent(&poisoning::lines(found))
+                        );
+                        continue;
+                    }
+                    approved.accept(found);
+                }
                 let before = old.as_ref().and_then(|o| o.upstreams.get(&name));
                 let changes = match before {
                     None => "new".to_owned(),
@@ -112,6 +139,12 @@ pub async fn lock(config: &Config, path: &Path, only: &[String]) -> anyhow::Resu
                     }
                 };
                 println!("{name}: locked {} ({changes})", counts(&approved));
+                if let Some(found) = found {
+                    println!(
+                        "  accepted findings, recorded in the lockfile:\n{}",
+                        indent(&indent(&poisoning::lines(found)))
+                    );
+                }
                 lock.upstreams.insert(name, approved);
             }
             Ok(CatalogRead::Incomplete { list, reason }) => {
@@ -124,20 +157,52 @@ pub async fn lock(config: &Config, path: &Path, only: &[String]) -> anyhow::Resu
             }
         }
     }
-    if refused > 0 && refused == names.len() {
+    let refused_any = refused + flagged;
+    if refused_any > 0 && refused_any == names.len() {
         eprintln!(
             "sluice lock: nothing could be locked; {} left as it was",
             path.display()
         );
-        return Ok(ExitCode::from(EXIT_NOT_ESTABLISHED));
+        return Ok(ExitCode::from(if flagged > 0 {
+            EXIT_FINDINGS
+        } else {
+            EXIT_NOT_ESTABLISHED
+        }));
     }
     write_atomically(path, &lock.render())?;
     println!("wrote {}", path.display());
-    Ok(if refused > 0 {
+    Ok(if flagged > 0 {
+        ExitCode::from(EXIT_FINDINGS)
+    } else if refused > 0 {
         ExitCode::from(EXIT_NOT_ESTABLISHED)
     } else {
         ExitCode::SUCCESS
     })
+}
+
+/// The poisoning findings of every complete read, scanned with the
+/// approvals kept for upstreams not read (names are confusable across
+/// upstreams), in config order.
+fn scan(
+    config: &Config,
+    reads: &[(String, Result<CatalogRead, NotEstablished>)],
+    lock: &Lockfile,
+) -> std::collections::BTreeMap<String, CatalogFindings> {
+    let kept: Vec<(&str, sluice_core::discovery::UpstreamCatalog)> = lock
+        .upstreams
+        .iter()
+        .filter(|(name, _)| !reads.iter().any(|(n, _)| n == *name))
+        .map(|(name, up)| (name.as_str(), up.catalog()))
+        .collect();
+    let catalogs = config.upstreams.iter().filter_map(|u| {
+        let read = reads.iter().find_map(|(n, r)| match r {
+            Ok(CatalogRead::Complete(c)) if *n == u.name => Some(c),
+            _ => None,
+        });
+        let kept = kept.iter().find(|(n, _)| *n == u.name).map(|(_, c)| c);
+        read.or(kept).map(|c| (u.name.as_str(), c))
+    });
+    poisoning::scan(catalogs)
 }
 
 fn refuse(name: &str, reason: &NotEstablished) {
@@ -257,6 +322,11 @@ fn verdict_json(name: &str, verdict: &Verdict, locked: bool) -> Value {
             "changed": diff.changed.iter().map(|c| {
                 let mut e = entry_json(&c.entry);
                 e["fields"] = json!(c.fields);
+                e
+            }).collect::<Vec<_>>(),
+            "findings": diff.findings.iter().map(|u| {
+                let mut e = entry_json(&u.entry);
+                e["findings"] = u.findings.iter().map(|f| f.key()).collect();
                 e
             }).collect::<Vec<_>>(),
         }),

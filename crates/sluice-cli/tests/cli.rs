@@ -334,7 +334,7 @@ fn a_taken_port_fails_before_any_upstream_is_spawned() {
     std::fs::write(
         &path,
         format!(
-            "[server]\nlisten = \"127.0.0.1:{port}\"\n[[upstream]]\nname = \"marker\"\ncommand = \"/bin/sh\"\nargs = [\"-c\", \"touch '{}'; sleep 30\"]\n",
+            "[server]\nlisten = \"127.0.0.1:{port}\"\n[[upstream]]\nname = \"marker\"\ncommand = \"/bin/sh\"\nargs = [\"-c\", \"touch '{}'; sleep 30\"]\nallow_dangerous = true\n",
             marker.display()
         ),
     )

@@ -95,7 +95,25 @@ fn bench(c: &mut Criterion) {
     parts.bench_function("records: measure only", |b| {
         b.iter(|| budget::measure(&r, DEFAULT_READ_BUDGET * 2))
     });
+    parts.bench_function("records: redact only", |b| {
+        b.iter_batched(
+            || r.clone(),
+            |mut v| {
+                let counts = redactor.redact(&mut v);
+                (v, counts)
+            },
+            criterion::BatchSize::LargeInput,
+        )
+    });
     parts.finish();
+    c.bench_function("compile the redactor (every rule, one exact secret)", |b| {
+        b.iter(|| {
+            Redactor::new(
+                vec!["a-configured-upstream-secret".to_owned()],
+                DEFAULT_SECRET_KEYS,
+            )
+        })
+    });
     let tool = json!({"name": "search", "description": "Searches the index.", "inputSchema": {"type": "object", "properties": {"q": {"type": "string"}, "limit": {"type": "integer", "maximum": 200}}, "required": ["q"]}, "annotations": {"readOnlyHint": true}});
     c.bench_function("canonical digest of a tool definition", |b| {
         b.iter(|| sluice_core::canonical::digest(&tool))

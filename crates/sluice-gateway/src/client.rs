@@ -59,6 +59,9 @@ pub struct RequestCtx {
     pub principal: Arc<Principal>,
     /// Whether `[[auth.require]]` applies (`policy::admit::scopes_apply`).
     pub scoped: bool,
+    /// The `[[view]]` the request came through (`/mcp/<name>`, `--view`):
+    /// the catalog it sees. `None`: the whole federation.
+    pub view: Option<Arc<str>>,
     /// What the router learned handling it, for metrics and the audit log.
     pub trail: Trail,
 }

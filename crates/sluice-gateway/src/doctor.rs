@@ -228,7 +228,11 @@ fn settings(timeout: Duration) -> Settings {
     );
     let client_info = json!({"name": format!("{NAME}-doctor"), "version": VERSION});
     let mut settings = match defaults {
-        Ok(config) => Settings::new(&config, client_info),
+        Ok(config) => Settings::new(
+            &config,
+            client_info,
+            std::sync::Arc::new(Redactor::new(Vec::new(), DEFAULT_SECRET_KEYS)),
+        ),
         Err(_) => unreachable!("an empty configuration is valid"),
     };
     settings.request_timeout = timeout;

@@ -26,7 +26,7 @@ fn schema(props: &[(&str, &str)]) -> Value {
 }
 
 /// A plain tool definition.
-fn tool(name: &str, description: &str, props: &[(&str, &str)]) -> Value {
+pub fn tool(name: &str, description: &str, props: &[(&str, &str)]) -> Value {
     json!({"name": name, "description": description, "inputSchema": schema(props)})
 }
 

@@ -118,7 +118,8 @@ impl Fixture {
 }
 
 /// The whole tool list as configured: the fixed tools, `list_items` (`--list-tool`), then the
-/// generated and added ones; `echo` changed by `--violate output-schema`.
+/// generated and added ones, then `--tool-named` ones; `echo` changed by `--violate
+/// output-schema`.
 fn build_tools(cfg: &Config, added: usize) -> Vec<Value> {
     let mut tools = catalog::all_tools(cfg.tools, added, cfg.varied_descriptions);
     if let Some(mode) = cfg.list_tool {
@@ -128,6 +129,13 @@ fn build_tools(cfg: &Config, added: usize) -> Vec<Value> {
     if cfg.violates(Violation::OutputSchema) {
         catalog::declare_echo_output_schema(&mut tools);
     }
+    tools.extend(cfg.tools_named.iter().map(|name| {
+        catalog::tool(
+            name,
+            "A tool named on the command line (--tool-named).",
+            &[],
+        )
+    }));
     tools
 }
 

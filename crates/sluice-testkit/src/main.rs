@@ -132,6 +132,11 @@ pub struct Config {
     #[arg(long, value_name = "TEXT")]
     pub description_suffix: Option<String>,
 
+    /// Add a tool with exactly this name (repeatable), after the others: names such as
+    /// `bad name`, one with a NUL or U+202E, or 5,000 characters, that a gateway must not serve.
+    #[arg(long = "tool-named", value_name = "NAME")]
+    pub tools_named: Vec<String>,
+
     /// Start-up fault to inject.
     #[arg(long, value_enum, default_value_t = StartMode::Normal)]
     pub start: StartMode,

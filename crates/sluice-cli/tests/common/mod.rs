@@ -98,8 +98,15 @@ impl StdioSluice {
     /// Serves the config at `path`; its directory (lockfile, state) is the
     /// caller's, and outlives this sluice.
     pub async fn start_at(path: &std::path::Path) -> Self {
+        Self::start_with(path, &[]).await
+    }
+
+    /// [`StdioSluice::start_at`] with more `serve` arguments (`--view`).
+    pub async fn start_with(path: &std::path::Path, args: &[&str]) -> Self {
         let mut child = Command::new(sluice_bin())
-            .args(["serve", "--stdio", "--config"])
+            .args(["serve", "--stdio"])
+            .args(args)
+            .arg("--config")
             .arg(path)
             .env("SLUICE_LOG", "warn")
             .stdin(Stdio::piped())

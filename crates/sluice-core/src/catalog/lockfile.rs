@@ -29,6 +29,20 @@
 //! [`super::definition`]) and that definition's digest. Reading checks that
 //! every digest matches its definition, so a hand edit of one without the
 //! other is caught instead of silently approving something else.
+//!
+//! An entry approved with `sluice lock --accept-findings` also lists the
+//! [`super::poisoning`] findings that were accepted, beside its digest, so
+//! that a reviewer sees them in the diff:
+//!
+//! ```json
+//! "fetch": {
+//!   "digest": "sha256:…",
+//!   "definition": { … },
+//!   "findings": ["url at description"]
+//! }
+//! ```
+//!
+//! An entry without findings has no `findings` field.
 
 use std::collections::BTreeMap;
 
@@ -37,6 +51,7 @@ use serde_json::{Map, Value};
 
 use super::UpstreamCatalog;
 use super::definition;
+use super::poisoning::{CatalogFindings, Finding};
 use crate::discovery::ListKind;
 
 /// The format version this sluice reads and writes.
@@ -69,6 +84,8 @@ pub struct LockedEntry {
     pub digest: String,
     /// The approved definition, canonical.
     pub definition: Value,
+    /// The accepted findings ([`Finding::key`]), sorted.
+    pub findings: Vec<String>,
 }
 
 /// Why a lockfile could not be read. The location is a JSON path or a
@@ -108,6 +125,8 @@ struct RawUpstream {
 struct RawEntry {
     digest: String,
     definition: Value,
+    #[serde(default)]
+    findings: Vec<String>,
 }
 
 // === impl Lockfile ===
@@ -192,7 +211,14 @@ fn check_entry(kind: ListKind, key: &str, entry: RawEntry) -> Result<LockedEntry
                 .into(),
         );
     }
-    Ok(LockedEntry { digest, definition })
+    let mut findings = entry.findings;
+    findings.sort();
+    findings.dedup();
+    Ok(LockedEntry {
+        digest,
+        definition,
+        findings,
+    })
 }
 
 // === impl LockedUpstream ===
@@ -208,11 +234,37 @@ impl LockedUpstream {
                 };
                 let definition = definition::definition(kind, entry);
                 let digest = crate::canonical::digest(&definition);
-                up.list_mut(kind)
-                    .insert(key.to_owned(), LockedEntry { digest, definition });
+                let entry = LockedEntry {
+                    digest,
+                    definition,
+                    findings: Vec::new(),
+                };
+                up.list_mut(kind).insert(key.to_owned(), entry);
             }
         }
         up
+    }
+
+    /// Records `findings` as accepted on the entries they were found in.
+    pub fn accept(&mut self, findings: &CatalogFindings) {
+        for (id, found) in findings {
+            if let Some(entry) = self.list_mut(id.kind).get_mut(&id.key) {
+                entry.findings = found.iter().map(Finding::key).collect();
+                entry.findings.sort();
+                entry.findings.dedup();
+            }
+        }
+    }
+
+    /// The approved entries as a catalog (their definitions), for the scan
+    /// of names across upstreams.
+    pub fn catalog(&self) -> UpstreamCatalog {
+        let mut out = UpstreamCatalog::default();
+        for kind in ListKind::ALL {
+            out.list_mut(kind)
+                .extend(self.list(kind).values().map(|e| e.definition.clone()));
+        }
+        out
     }
 
     /// The approved entries of one list.
@@ -252,6 +304,9 @@ impl LockedUpstream {
                 let mut e = Map::new();
                 e.insert("digest".into(), entry.digest.clone().into());
                 e.insert("definition".into(), entry.definition.clone());
+                if !entry.findings.is_empty() {
+                    e.insert("findings".into(), entry.findings.clone().into());
+                }
                 entries.insert(key.clone(), Value::Object(e));
             }
             out.insert(kind.field().into(), Value::Object(entries));
@@ -309,6 +364,36 @@ mod tests {
         let err = Lockfile::parse(&text).expect_err("digest mismatch");
         assert_eq!(err.location, "upstreams.files.tools.zeta");
         assert!(err.message.contains("digest does not match"), "{err}");
+    }
+
+    #[test]
+    fn accepted_findings_sit_beside_the_digest_and_read_back() {
+        use crate::catalog::poisoning::scan_catalog;
+        let catalog = UpstreamCatalog {
+            tools: vec![
+                json!({"name": "fetch", "description": "Fetches. See https://example.com/doc"}),
+                json!({"name": "echo", "description": "Echoes."}),
+            ],
+            ..UpstreamCatalog::default()
+        };
+        let mut up = LockedUpstream::from_catalog(&catalog);
+        up.accept(&scan_catalog(&catalog));
+        let mut web = Lockfile::default();
+        web.upstreams.insert("web".into(), up);
+        let text = web.render();
+        assert_eq!(text.matches("\"findings\"").count(), 1, "{text}");
+        assert!(
+            text.contains("\"findings\": [\n            \"url at description\"\n          ]"),
+            "{text}"
+        );
+        let back = Lockfile::parse(&text).expect("reads back");
+        assert_eq!(
+            back.upstreams["web"].tools["fetch"].findings,
+            ["url at description"]
+        );
+        assert_eq!(back.render(), text);
+        // A lockfile from before findings were recorded still reads.
+        assert!(Lockfile::parse(&lock().render()).is_ok());
     }
 
     #[test]

@@ -16,11 +16,16 @@
 //!
 //! The submodules hold what decides which entries are served: the
 //! [`definition`] of an entry and its digest, the [`lockfile`] of approved
-//! definitions, and the [`drift`] between the two.
+//! definitions, the [`drift`] between the two, and the [`redaction`] of
+//! secrets out of definitions before any of that.
 
 pub mod definition;
 pub mod drift;
+pub mod entry;
 pub mod lockfile;
+pub mod poisoning;
+pub mod redaction;
+pub mod view;
 
 use std::collections::HashMap;
 

@@ -62,6 +62,7 @@ mod state;
 mod structure;
 mod upstream;
 mod values;
+mod view;
 
 pub use boundary::{
     DEFAULT_TRANSPORT_MESSAGE_BYTES, LimitsConfig, MAX_TRANSPORT_MESSAGE_BYTES, ProjectionRule,
@@ -113,6 +114,8 @@ pub struct Config {
     pub metrics: MetricsConfig,
     /// `[telemetry]`.
     pub telemetry: TelemetryConfig,
+    /// `[[view]]`, in file order.
+    pub views: Vec<crate::catalog::view::View>,
     /// `[sandbox]`: the default of every stdio upstream (each upstream's
     /// merged setting is in its transport).
     pub sandbox: SandboxConfig,
@@ -158,6 +161,7 @@ impl Config {
             sensitive_elicitation: SensitiveElicitation::Refuse,
             metrics: MetricsConfig::default(),
             telemetry: TelemetryConfig::default(),
+            views: Vec::new(),
             sandbox: SandboxConfig::default(),
         })
     }
@@ -203,6 +207,7 @@ fn validate(
     let metrics = ops::validate_metrics(&raw.metrics, diags);
     let telemetry = ops::validate_telemetry(&raw.telemetry, diags);
     let sensitive_elicitation = security::validate_sensitive_elicitation(&raw.policy, diags);
+    let views = view::validate_views(&raw.view, diags);
     if let (Some(server), Some(auth)) = (&server, &auth) {
         server::check_exposure(server, auth, &raw.server, diags);
     }
@@ -219,6 +224,7 @@ fn validate(
         sensitive_elicitation: sensitive_elicitation?,
         metrics: metrics?,
         telemetry: telemetry?,
+        views,
         sandbox: sandbox?,
     })
 }

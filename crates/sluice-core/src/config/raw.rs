@@ -37,6 +37,8 @@ pub(super) struct RawConfig {
     #[serde(default)]
     pub(super) telemetry: RawTelemetry,
     #[serde(default)]
+    pub(super) view: Vec<super::view::RawView>,
+    #[serde(default)]
     pub(super) sandbox: RawSandbox,
 }
 

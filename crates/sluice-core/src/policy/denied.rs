@@ -332,6 +332,7 @@ fn drift_reason(drift: DriftKind) -> &'static str {
         DriftKind::Changed => "its definition changed since it was approved in sluice.lock",
         DriftKind::Added => "it is not approved in sluice.lock",
         DriftKind::Removed => "its upstream no longer lists it",
+        DriftKind::Findings => "its poisoning scan has findings sluice.lock did not accept",
     }
 }
 

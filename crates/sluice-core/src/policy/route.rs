@@ -175,12 +175,12 @@ pub fn check_uri(uri: &str) -> Result<(), Denied> {
 }
 
 /// The upstream that serves `uri`: the one that lists it, else the first
-/// with a matching template; unpinned, else the only upstream that offers
-/// resources at all (`offering`, asked only then: the connected upstreams
-/// that declare resources).
+/// with a matching template; unless `listed_only` (pinned, or through a
+/// view), else the only upstream that offers resources at all (`offering`,
+/// asked only then: the connected upstreams that declare resources).
 pub fn resource<'a>(
     federation: &'a Federation,
-    pinned: bool,
+    listed_only: bool,
     uri: &str,
     offering: impl FnOnce() -> Vec<&'a str>,
 ) -> Result<ResourceRoute<'a>, Denied> {
@@ -201,7 +201,7 @@ pub fn resource<'a>(
     let not_found = || Denied::ResourceNotFound {
         uri: uri.to_owned(),
     };
-    if pinned {
+    if listed_only {
         return Err(not_found());
     }
     match offering()[..] {
@@ -218,7 +218,7 @@ pub fn resource<'a>(
 pub fn completion<'a>(
     federation: &'a Federation,
     naming: &Naming,
-    pinned: bool,
+    listed_only: bool,
     reference: &serde_json::Value,
     offering: impl FnOnce() -> Vec<&'a str>,
 ) -> Result<(ResourceRoute<'a>, Option<&'a str>), Denied> {
@@ -253,7 +253,7 @@ pub fn completion<'a>(
                     },
                     None,
                 )),
-                None => Ok((resource(federation, pinned, uri, offering)?, None)),
+                None => Ok((resource(federation, listed_only, uri, offering)?, None)),
             }
         }
         _ => Err(Denied::invalid_params(

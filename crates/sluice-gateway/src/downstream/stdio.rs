@@ -56,9 +56,11 @@ pub fn std_streams() -> (
     (input, output)
 }
 
-/// Serves MCP on `input`/`output` until `input` ends or shutdown begins.
+/// Serves MCP on `input`/`output` until `input` ends or shutdown begins;
+/// the client sees `view`'s part of the catalog, or all of it.
 pub async fn serve(
     gateway: Arc<Gateway>,
+    view: Option<Arc<str>>,
     input: impl AsyncRead + Unpin,
     output: impl AsyncWrite + Unpin + Send + 'static,
 ) {
@@ -94,6 +96,7 @@ pub async fn serve(
         out: out_tx.clone(),
         session: None,
         principal: Arc::new(Principal::named(access::LOCAL)),
+        view,
         // Modern requests have no session; their cancellations are tracked
         // here.
         modern_inflight: Arc::new(Mutex::new(HashMap::new())),
@@ -139,6 +142,8 @@ struct StdioClient {
     session: Option<Arc<ClientSession>>,
     /// The local user who started sluice.
     principal: Arc<Principal>,
+    /// The `[[view]]` this client sees (`--view`), or the whole catalog.
+    view: Option<Arc<str>>,
     modern_inflight: Arc<Mutex<HashMap<String, CancellationToken>>>,
     answers: Arc<Pending>,
 }
@@ -225,6 +230,7 @@ impl StdioClient {
             session: self.session.clone().filter(|_| era == Era::Legacy),
             principal: Arc::clone(&self.principal),
             scoped: admit::scopes_apply(false, self.gateway.auth().is_on()),
+            view: self.view.clone(),
             trail: Default::default(),
         };
         let gateway = Arc::clone(&self.gateway);

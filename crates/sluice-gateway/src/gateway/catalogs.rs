@@ -1,10 +1,28 @@
 //! The one-shot catalog reads of `sluice lock` and `sluice check`.
 
-use sluice_core::catalog::drift;
-use sluice_core::config::Config;
+use std::sync::Arc;
 
-use super::settings;
+use sluice_core::boundary::redact::Redactor;
+use sluice_core::catalog::{UpstreamCatalog, drift, redaction};
+use sluice_core::config::Config;
+use sluice_core::discovery::CatalogRead;
+
+use super::{redactor, settings};
 use crate::upstream;
+
+/// Redacts the secrets out of a catalog read (before it is served, pinned
+/// or locked), naming in the log each entry that held one.
+pub(super) fn redact(upstream: &str, catalog: &mut UpstreamCatalog, redactor: &Redactor) {
+    for entry in redaction::redact(catalog, redactor) {
+        tracing::warn!(
+            upstream,
+            "{} {:?}: {} secret(s) redacted from its definition (served, pinned and locked redacted)",
+            entry.list.method(),
+            entry.name,
+            entry.secrets
+        );
+    }
+}
 
 /// Reads the catalog of each named upstream once (all at once), as
 /// `sluice lock` and `sluice check` need: connect, walk every list to its
@@ -18,7 +36,8 @@ pub async fn read_catalogs(
     String,
     Result<sluice_core::discovery::CatalogRead, drift::NotEstablished>,
 )> {
-    let settings = settings(config);
+    let redactor = Arc::new(redactor(config));
+    let settings = settings(config, &redactor);
     let mut reads = tokio::task::JoinSet::new();
     for (i, up) in config
         .upstreams
@@ -47,6 +66,11 @@ pub async fn read_catalogs(
     }
     out.sort_by_key(|(i, _, _)| *i);
     out.into_iter()
-        .map(|(_, name, read)| (name, read))
+        .map(|(_, name, mut read)| {
+            if let Ok(CatalogRead::Complete(catalog)) = &mut read {
+                redact(&name, catalog, &redactor);
+            }
+            (name, read)
+        })
         .collect()
 }

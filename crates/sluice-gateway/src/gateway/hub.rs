@@ -3,7 +3,7 @@
 //! each upstream's last complete read, the client event feed, and the
 //! supervisors' reports applied in order.
 
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
@@ -11,6 +11,7 @@ use arc_swap::ArcSwap;
 use sluice_core::catalog::Federation;
 use sluice_core::catalog::UpstreamCatalog;
 use sluice_core::catalog::drift::{Approval, Diff};
+use sluice_core::catalog::poisoning;
 use sluice_core::health::{CatalogCounts, UpstreamStatus};
 use sluice_core::method::ListKind;
 use tokio::sync::{broadcast, mpsc, watch};
@@ -69,24 +70,38 @@ pub(crate) type OrderLock = Arc<tokio::sync::Mutex<()>>;
 /// request sees a configuration with another's catalog.
 pub(crate) struct Snapshot {
     pub(crate) live: Arc<Live>,
+    /// The catalog this request sees: the whole federation, or its view's.
     pub(crate) federation: Arc<Federation>,
+    /// Each `[[view]]`'s part of the federation, by name.
+    pub(crate) views: Arc<BTreeMap<String, Arc<Federation>>>,
 }
 
 // === impl Hub ===
 
 impl Hub {
-    pub(crate) fn federation(&self) -> Arc<Federation> {
-        Arc::clone(&self.snapshot.load().federation)
-    }
-
     /// The configuration, upstreams and policies in force.
     pub(crate) fn live(&self) -> Arc<Live> {
         Arc::clone(&self.snapshot.load().live)
     }
 
-    /// What a request sees (see [`Snapshot`]).
-    pub(crate) fn snapshot(&self) -> Arc<Snapshot> {
-        self.snapshot.load_full()
+    /// What a request sees (see [`Snapshot`]) through `view`, or the
+    /// whole catalog. A view that is not (or no longer) configured shows
+    /// nothing.
+    pub(crate) fn snapshot(&self, view: Option<&str>) -> Arc<Snapshot> {
+        let whole = self.snapshot.load_full();
+        let Some(view) = view else {
+            return whole;
+        };
+        Arc::new(Snapshot {
+            live: Arc::clone(&whole.live),
+            federation: whole.views.get(view).cloned().unwrap_or_default(),
+            views: Arc::clone(&whole.views),
+        })
+    }
+
+    /// Whether `[[view]]` `name` is configured.
+    pub(crate) fn has_view(&self, name: &str) -> bool {
+        self.snapshot.load().views.contains_key(name)
     }
 
     /// Publishes an upstream's complete catalog, as approved by the
@@ -99,7 +114,7 @@ impl Hub {
         // The new federation replaces the old one while the approvals are
         // still locked: two upstreams publishing at once must not let the
         // older build overwrite the newer, nor a reload's.
-        let (live, old, new, previous, published) = {
+        let (live, old, new, previous, published, findings) = {
             let mut approvals = self
                 .approvals
                 .lock()
@@ -117,14 +132,24 @@ impl Hub {
                 diff: approval.diff.clone(),
                 pinned: live.lock.is_some(),
             };
+            let findings = approval.unpinned_findings.clone();
             let previous = approvals
                 .insert(name.to_owned(), Approved { catalog, approval })
-                .map(|a| a.approval.diff);
+                .map(|a| (a.approval.diff, a.approval.unpinned_findings));
             let (old, new) = self.rebuild(&live, &approvals);
-            (live, old, new, previous, published)
+            (live, old, new, previous, published, findings)
         };
-        if previous.as_ref() != Some(&published.diff) {
+        let (previous_diff, previous_findings) = previous.unzip();
+        if previous_diff.as_ref() != Some(&published.diff) {
             live.log_verdict(name, &published.diff);
+        }
+        if previous_findings.as_ref() != Some(&findings) && !findings.is_empty() {
+            tracing::warn!(
+                upstream = name,
+                "unpinned, so served as read, but the poisoning scan found, in {} entries (review them with `sluice lock`):\n{}",
+                findings.len(),
+                poisoning::lines(&findings)
+            );
         }
         self.announce(&old, &new);
         Some(published)
@@ -140,7 +165,8 @@ impl Hub {
                 .approvals
                 .lock()
                 .unwrap_or_else(PoisonError::into_inner);
-            self.settings.send_replace(settings(&live.config));
+            self.settings
+                .send_replace(settings(&live.config, &live.redactor));
             approvals.retain(|name, _| !ending.contains(&name));
             let mut verdicts = Vec::new();
             for (name, approved) in approvals.iter_mut() {
@@ -172,7 +198,7 @@ impl Hub {
         &self,
         live: &Arc<Live>,
         approvals: &HashMap<String, Approved>,
-    ) -> (Arc<Federation>, Arc<Federation>) {
+    ) -> (Arc<Snapshot>, Arc<Snapshot>) {
         let ordered: Vec<(&str, &Approval)> = live
             .config
             .upstreams
@@ -190,18 +216,26 @@ impl Hub {
         for (name, a) in &ordered {
             fed.withhold(name, &live.naming, &a.withheld);
         }
-        let new = Arc::new(fed);
-        let old = self.snapshot.swap(Arc::new(Snapshot {
+        let views = live
+            .config
+            .views
+            .iter()
+            .map(|v| (v.name.clone(), Arc::new(fed.view(v))))
+            .collect();
+        let new = Arc::new(Snapshot {
             live: Arc::clone(live),
-            federation: Arc::clone(&new),
-        }));
-        (Arc::clone(&old.federation), new)
+            federation: Arc::new(fed),
+            views: Arc::new(views),
+        });
+        let old = self.snapshot.swap(Arc::clone(&new));
+        (old, new)
     }
 
-    /// Tells clients which lists differ between two federations, and
-    /// operators which entries collide in the new one.
-    fn announce(&self, old: &Federation, new: &Federation) {
-        for collision in new.collisions() {
+    /// Tells clients which lists differ between two snapshots (the whole
+    /// federation or any view's), and operators which entries collide in
+    /// the new one.
+    fn announce(&self, old: &Snapshot, new: &Snapshot) {
+        for collision in new.federation.collisions() {
             tracing::warn!(
                 list = collision.kind.method(),
                 key = %collision.key,
@@ -210,8 +244,15 @@ impl Hub {
                 "two upstreams offer the same entry; the first in the config is served"
             );
         }
+        let empty = Federation::default();
+        let pairs = std::iter::once((&*old.federation, &*new.federation)).chain(
+            new.views.iter().map(|(name, view)| {
+                let before = old.views.get(name).map_or(&empty, |v| &**v);
+                (before, &**view)
+            }),
+        );
         let mut changed: Vec<&'static str> = Vec::new();
-        for kind in ListKind::ALL {
+        for (kind, (old, new)) in pairs.flat_map(|p| ListKind::ALL.map(|k| (k, p))) {
             if old.list(kind) != new.list(kind) {
                 let method = kind.list_changed();
                 if !changed.contains(&method) {
@@ -255,7 +296,8 @@ impl Hub {
     }
 
     /// Publishes an upstream's complete read and shows it in its status.
-    fn serve(&self, up: &Upstream, catalog: UpstreamCatalog) {
+    fn serve(&self, up: &Upstream, mut catalog: UpstreamCatalog) {
+        super::catalogs::redact(up.name(), &mut catalog, &self.live().redactor);
         let counts = CatalogCounts::of(&catalog);
         // `None`: a reload took this upstream out of service meanwhile.
         if let Some(published) = self.publish(up, catalog) {
@@ -322,9 +364,6 @@ pub(super) async fn apply_reports(hub: Arc<Hub>, mut reports: mpsc::Receiver<Rep
 /// Shows what the lockfile made of an upstream's last complete read.
 fn record_approval(up: &Upstream, published: &Published) {
     let diff = &published.diff;
-    crate::ops::metrics::drift(
-        up.name(),
-        diff.added.len() + diff.removed.len() + diff.changed.len(),
-    );
+    crate::ops::metrics::drift(up.name(), diff.len());
     up.update(|s| s.judged(diff, published.pinned));
 }

@@ -78,7 +78,7 @@ pub(crate) struct Live {
     /// The running upstreams, in config order.
     pub(crate) upstreams: Vec<Arc<Upstream>>,
     /// The secret rules every answer and notification goes through.
-    pub(crate) redactor: Redactor,
+    pub(crate) redactor: Arc<Redactor>,
     pub(crate) naming: Naming,
     /// The approved catalogs; `None` runs unpinned.
     pub(crate) lock: Option<Lockfile>,
@@ -125,7 +125,7 @@ impl Gateway {
             .collect();
         let (events, _) = broadcast::channel(1024);
         let live = Live {
-            redactor: redactor(&config),
+            redactor: Arc::new(redactor(&config)),
             naming: config.naming(),
             rate_limits: Arc::new(RateLimits::new(&config)),
             auth: Arc::new(Auth::new(&config.auth)),
@@ -134,10 +134,11 @@ impl Gateway {
             config,
         };
         let hub = Arc::new(Hub {
-            settings: watch::Sender::new(settings(&live.config)),
+            settings: watch::Sender::new(settings(&live.config, &live.redactor)),
             snapshot: ArcSwap::from_pointee(Snapshot {
                 live: Arc::new(live),
                 federation: Arc::new(Federation::default()),
+                views: Arc::default(),
             }),
             approvals: Mutex::new(HashMap::new()),
             events,
@@ -241,8 +242,14 @@ impl Gateway {
         Arc::clone(&self.live().auth)
     }
 
-    pub(crate) fn federation(&self) -> Arc<Federation> {
-        self.hub.federation()
+    /// The catalog a request through `view` (or none) sees.
+    pub(crate) fn federation(&self, view: Option<&str>) -> Arc<Federation> {
+        Arc::clone(&self.hub.snapshot(view).federation)
+    }
+
+    /// Whether `[[view]]` `name` is configured.
+    pub(crate) fn has_view(&self, name: &str) -> bool {
+        self.hub.has_view(name)
     }
 
     pub(crate) fn subscribe(&self) -> broadcast::Receiver<ClientEvent> {
@@ -259,8 +266,12 @@ impl Gateway {
 }
 
 /// What every upstream connection of this gateway shares.
-pub(super) fn settings(config: &Config) -> Settings {
-    Settings::new(config, json!({"name": NAME, "version": VERSION}))
+pub(super) fn settings(config: &Config, redactor: &Arc<Redactor>) -> Settings {
+    Settings::new(
+        config,
+        json!({"name": NAME, "version": VERSION}),
+        Arc::clone(redactor),
+    )
 }
 
 /// The redaction rules of `config`, after a warning about secrets too short

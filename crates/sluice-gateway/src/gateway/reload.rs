@@ -58,7 +58,7 @@ impl Gateway {
             .cloned()
             .collect();
         let live = Live {
-            redactor: redactor(&config),
+            redactor: Arc::new(redactor(&config)),
             naming: config.naming(),
             rate_limits: if plan.rates_changed {
                 Arc::new(RateLimits::new(&config))

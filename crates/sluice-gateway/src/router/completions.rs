@@ -19,11 +19,11 @@ impl Gateway {
         params: Value,
     ) -> Result<Value, Denied> {
         let reference = params.get("ref").cloned().unwrap_or(Value::Null);
-        let pinned = snap.live.lock.is_some();
+        let listed_only = snap.listed_uris_only(ctx);
         let routed = route::completion(
             &snap.federation,
             &snap.live.naming,
-            pinned,
+            listed_only,
             &reference,
             || snap.offering_resources(),
         );

@@ -85,6 +85,13 @@ impl Snapshot {
             .ok_or_else(|| Denied::NoSuchUpstream(name.to_owned()))
     }
 
+    /// Whether only URIs the catalog lists or its templates match are
+    /// routed (`policy::route::resource`'s `listed_only`): when pinned, and
+    /// through a view, whose reads must stay inside it.
+    fn listed_uris_only(&self, ctx: &RequestCtx) -> bool {
+        self.live.lock.is_some() || ctx.view.is_some()
+    }
+
     /// The running upstreams that have no complete catalog yet.
     fn unread(&self) -> Vec<&str> {
         self.live
@@ -190,7 +197,7 @@ impl Gateway {
         if ctx.era == Era::Modern && method.removed_in_modern() {
             return Err(Denied::MethodNotFound(name.to_owned()));
         }
-        let snap = self.snapshot();
+        let snap = self.snapshot(ctx.view.as_deref());
         match method {
             Method::Ping => Ok(json!({})),
             Method::Discover => Ok(self.discover_result()),
@@ -211,8 +218,8 @@ impl Gateway {
 
     /// What this request sees of the gateway (see [`Snapshot`]): taken
     /// once, passed down.
-    pub(crate) fn snapshot(&self) -> Arc<Snapshot> {
-        self.hub.snapshot()
+    pub(crate) fn snapshot(&self, view: Option<&str>) -> Arc<Snapshot> {
+        self.hub.snapshot(view)
     }
 
     /// The capabilities sluice offers: everything it can route.

@@ -178,8 +178,10 @@ impl Gateway {
         snap: &Snapshot,
         uri: &str,
     ) -> Result<Arc<Upstream>, Denied> {
-        let pinned = snap.live.lock.is_some();
-        let routed = route::resource(&snap.federation, pinned, uri, || snap.offering_resources());
+        let listed_only = snap.listed_uris_only(ctx);
+        let routed = route::resource(&snap.federation, listed_only, uri, || {
+            snap.offering_resources()
+        });
         self.routed_to(ctx, snap, routed)
     }
 

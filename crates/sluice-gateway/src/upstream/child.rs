@@ -3,7 +3,9 @@
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
+use std::sync::Arc;
 
+use sluice_core::boundary::redact::Redactor;
 use sluice_core::config::Rlimits;
 use sluice_core::sandbox::Sandboxing;
 
@@ -16,4 +18,7 @@ pub(crate) struct ChildSpec<'a> {
     pub(crate) cwd: Option<&'a PathBuf>,
     pub(crate) rlimit: &'a Rlimits,
     pub(crate) sandbox: &'a Sandboxing,
+    /// What the log says of the child (its arguments, its stderr) is
+    /// redacted by these rules.
+    pub(crate) redactor: &'a Arc<Redactor>,
 }

@@ -30,6 +30,7 @@ use std::sync::{Arc, Mutex, PoisonError, RwLock};
 use std::time::Duration;
 
 use serde_json::{Value, json};
+use sluice_core::boundary::redact::Redactor;
 use sluice_core::catalog::UpstreamCatalog;
 use sluice_core::catalog::drift::NotEstablished;
 use sluice_core::config::{Config, UpstreamConfig, UpstreamTransport};
@@ -86,6 +87,9 @@ pub(crate) struct Settings {
     pub(crate) catalog_read_timeout: Duration,
     /// `Duration::ZERO`: re-read only on `list_changed`.
     pub(crate) refresh_interval: Duration,
+    /// The redaction rules, for what an upstream writes to its stderr
+    /// (logged by sluice).
+    pub(crate) redactor: Arc<Redactor>,
 }
 
 /// What happened to an upstream, as its supervisor tells whoever runs it
@@ -148,7 +152,7 @@ enum Ended {
 // === impl Settings ===
 
 impl Settings {
-    pub(crate) fn new(config: &Config, client_info: Value) -> Self {
+    pub(crate) fn new(config: &Config, client_info: Value, redactor: Arc<Redactor>) -> Self {
         Settings {
             request_timeout: config.server.request_timeout,
             startup_timeout: config.server.startup_timeout,
@@ -158,6 +162,7 @@ impl Settings {
             catalog_limits: config.catalog.limits,
             catalog_read_timeout: config.catalog.read_timeout,
             refresh_interval: config.catalog.refresh_interval,
+            redactor,
         }
     }
 }
@@ -631,6 +636,7 @@ async fn open_wire(
                 cwd: cwd.as_ref(),
                 rlimit,
                 sandbox,
+                redactor: &settings.redactor,
             };
             let (wire, readers) = stdio::spawn(name, &spec)
                 .map_err(|e| format!("could not start {command:?}: {e}"))?;

@@ -10,6 +10,7 @@
 //! the rest is read and discarded up to its newline, and that request fails
 //! as too large (the router answers it); the connection goes on.
 
+use sluice_core::boundary::redact::{Redactions, Redactor};
 use std::process::Stdio;
 use std::sync::Arc;
 use std::time::Duration;
@@ -57,6 +58,7 @@ pub(crate) struct StdioReaders {
     name: Arc<str>,
     stdout: ChildStdout,
     stderr: ChildStderr,
+    redactor: Arc<Redactor>,
 }
 
 /// Spawns the child. The returned wire is ready to send; start the
@@ -107,7 +109,7 @@ pub(crate) fn spawn(
     tracing::info!(
         upstream = &**name,
         command = spec.command,
-        args = ?spec.args,
+        args = ?redacted_args(spec),
         pid = ?pid,
         env_keys = ?spec.env.keys().collect::<Vec<_>>(),
         cwd = ?spec.cwd,
@@ -127,6 +129,7 @@ pub(crate) fn spawn(
         name: Arc::clone(name),
         stdout,
         stderr,
+        redactor: Arc::clone(spec.redactor),
     };
     Ok((wire, readers))
 }
@@ -193,7 +196,7 @@ impl StdioReaders {
     /// until the child closes it. `max_line` is the transport ceiling.
     pub(crate) fn start(self, inbound: Arc<dyn Inbound>, max_line: usize) {
         let name = self.name;
-        tokio::spawn(log_stderr(Arc::clone(&name), self.stderr));
+        tokio::spawn(log_stderr(Arc::clone(&name), self.stderr, self.redactor));
         tokio::spawn(async move {
             let mut frames = FramedRead::new(self.stdout, CappedLines::new(max_line));
             while let Some(frame) = frames.next().await {
@@ -307,7 +310,24 @@ impl Decoder for CappedLines {
     }
 }
 
-async fn log_stderr(name: Arc<str>, stderr: ChildStderr) {
+/// The child's arguments as the log shows them: a token passed on the
+/// command line is a secret like any other.
+fn redacted_args(spec: &ChildSpec<'_>) -> Vec<String> {
+    let mut counts = Redactions::default();
+    spec.args
+        .iter()
+        .map(|a| {
+            spec.redactor
+                .redact_str(a, &mut counts)
+                .unwrap_or_else(|| a.clone())
+        })
+        .collect()
+}
+
+/// An upstream's stderr, line by line, into sluice's log, redacted like a
+/// result: a server that prints its environment or a token on start must
+/// not put it in sluice's log.
+async fn log_stderr(name: Arc<str>, stderr: ChildStderr, redactor: Arc<Redactor>) {
     // Lines are capped like stdout's: a child that never writes a newline
     // must not make sluice buffer its whole output.
     let codec =
@@ -325,6 +345,10 @@ async fn log_stderr(name: Arc<str>, stderr: ChildStderr) {
         match line {
             Ok(line) => {
                 let text = String::from_utf8_lossy(&line);
+                let mut counts = Redactions::default();
+                let text = redactor
+                    .redact_str(&text, &mut counts)
+                    .map_or(text, std::borrow::Cow::Owned);
                 tracing::info!(target: "sluice::upstream::stderr", upstream = %name, "{}", text.trim_end());
             }
             Err(AnyDelimiterCodecError::MaxChunkLengthExceeded) => {

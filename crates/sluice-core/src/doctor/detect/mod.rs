@@ -18,6 +18,7 @@ use crate::protocol::Era;
 
 mod boundary;
 mod envelope;
+mod poisoning;
 mod s1;
 mod s11;
 mod s12;
@@ -91,6 +92,10 @@ detectors! {
         "bound read results (paginate, project fields, or refuse with a fixed error) below the read budget";
     SECRETS = "boundary/secrets", "boundary", "results carry no credentials",
         "never return credentials in results; redact them at the source";
+    TOOL_NAMES = "poisoning/names", "poisoning", "tool names are 1 to 128 characters of A-Za-z0-9_.- (MCP 2025-11-25)",
+        "rename tools to 1-128 characters of letters, digits, _ - and . (no spaces, controls or invisible characters)";
+    DEFINITIONS = "poisoning/definitions", "poisoning", "tool definitions describe the tool, with no instructions aimed at the model",
+        "remove what addresses the model (hidden instructions, invisible characters, URLs, exfiltration-shaped parameters) from descriptions and schemas";
 }
 
 /// The verdict of a detector that looked at `judged` things: any evidence
@@ -167,6 +172,8 @@ fn verdict(d: &Detector, obs: &Observations) -> Verdict {
         "envelope/page-bytes" => envelope::page_bytes(obs),
         "boundary/read-budget" => boundary::read_budget(obs),
         "boundary/secrets" => boundary::secrets(obs),
+        "poisoning/names" => poisoning::names(obs),
+        "poisoning/definitions" => poisoning::definitions(obs),
         _ => cannot("unknown detector"),
     }
 }

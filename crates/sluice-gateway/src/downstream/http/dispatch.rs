@@ -7,11 +7,12 @@ use std::sync::{Arc, OnceLock};
 use axum::Extension;
 use axum::body::Bytes;
 use axum::extract::State;
-use axum::http::{HeaderMap, HeaderValue, StatusCode};
+use axum::http::{HeaderMap, HeaderValue, StatusCode, Uri};
 use axum::response::{IntoResponse, Response};
 use futures::{StreamExt, stream};
 use serde_json::Value;
 use sluice_core::access::Principal;
+use sluice_core::config::MCP_PATH;
 use sluice_core::headers;
 use sluice_core::jsonrpc::{self, Message};
 use sluice_core::method::{Method, notification};
@@ -34,30 +35,36 @@ use crate::pending::Pending;
 pub(super) async fn post_mcp(
     State(state): State<Arc<HttpState>>,
     Extension(principal): Extension<Arc<Principal>>,
+    uri: Uri,
     headers: HeaderMap,
     body: Bytes,
 ) -> Response {
+    let view = match served_view(&state, &uri) {
+        Ok(view) => view,
+        Err(status) => return status.into_response(),
+    };
     let message = match Message::parse(&body) {
         None => return state.refuse_early(Denied::ParseError),
         Some(Err(e)) => return state.refuse_early(Denied::InvalidMessage(envelope_message(&e))),
         Some(Ok(message)) => message,
     };
-    let view = HeaderView(&headers);
+    let fields = HeaderView(&headers);
     match message {
         Message::Request { id, method, params } => {
-            let era = admission::post_era(&view, &params);
+            let era = admission::post_era(&fields, &params);
             let mut request = Incoming {
                 id,
                 method: Method::parse(&method),
                 name: method,
                 params,
                 principal,
+                view,
             };
             // One place for the trace context from here on: `_meta`.
             trace_context::adopt_headers(
                 &mut request.params,
-                view.get(trace_context::TRACEPARENT).flatten(),
-                view.get(trace_context::TRACESTATE).flatten(),
+                fields.get(trace_context::TRACEPARENT).flatten(),
+                fields.get(trace_context::TRACESTATE).flatten(),
             );
             match (era, request.method) {
                 (Era::Modern, _) => modern_request(state, &headers, request).await,
@@ -100,6 +107,26 @@ struct Incoming {
     method: Method,
     params: Value,
     principal: Arc<Principal>,
+    /// The `[[view]]` of `/mcp/<name>`, if the request came through one.
+    view: Option<Arc<str>>,
+}
+
+/// The view a request's path names: `None` for `/mcp`, the name for
+/// `/mcp/<name>`, or a 404 when no `[[view]]` has that name (as for any
+/// path sluice does not serve).
+fn served_view(state: &HttpState, uri: &Uri) -> Result<Option<Arc<str>>, StatusCode> {
+    let Some(name) = uri
+        .path()
+        .strip_prefix(MCP_PATH)
+        .and_then(|rest| rest.strip_prefix('/'))
+    else {
+        return Ok(None);
+    };
+    if state.gateway.has_view(name) {
+        Ok(Some(Arc::from(name)))
+    } else {
+        Err(StatusCode::NOT_FOUND)
+    }
 }
 
 /// The legacy session a request names (`Mcp-Session-Id`), if it names one
@@ -135,6 +162,7 @@ fn request_ctx(
         link: None,
         session: None,
         scoped: admit::scopes_apply(true, state.gateway.auth().is_on()),
+        view: request.view.clone(),
         principal: Arc::clone(&request.principal),
         trail: Default::default(),
     }
@@ -142,7 +170,7 @@ fn request_ctx(
 
 async fn modern_request(state: Arc<HttpState>, headers: &HeaderMap, request: Incoming) -> Response {
     let admitted = {
-        let fed = state.gateway.federation();
+        let fed = state.gateway.federation(request.view.as_deref());
         let view = HeaderView(headers);
         let tool = |name: &str| fed.tool(name);
         admission::admit_modern(&view, &request.name, request.method, &request.params, tool)

@@ -89,18 +89,18 @@ pub async fn serve(gateway: Arc<Gateway>, listener: TcpListener) -> std::io::Res
     tokio::spawn(async move {
         expiring.sessions.expire_idle(&expiring.gateway).await;
     });
+    // `/mcp/<view>` is the same endpoint through one `[[view]]`.
+    let mcp = get(dispatch::get_mcp)
+        .post(dispatch::post_mcp)
+        .delete(dispatch::delete_mcp)
+        // Admission runs before any handler reads the body.
+        .route_layer(middleware::from_fn_with_state(
+            Arc::clone(&state),
+            admission::admission,
+        ));
     let mut app = Router::new()
-        .route(
-            MCP_PATH,
-            get(dispatch::get_mcp)
-                .post(dispatch::post_mcp)
-                .delete(dispatch::delete_mcp)
-                // Admission runs before any handler reads the body.
-                .route_layer(middleware::from_fn_with_state(
-                    Arc::clone(&state),
-                    admission::admission,
-                )),
-        )
+        .route(MCP_PATH, mcp.clone())
+        .route(&format!("{MCP_PATH}/{{view}}"), mcp)
         .route("/health", get(health))
         .route(RESOURCE_METADATA_PATH, get(resource_metadata))
         .route(
