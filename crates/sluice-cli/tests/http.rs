@@ -343,7 +343,9 @@ async fn health_shows_the_version_and_each_upstream() {
     let s = HttpSluice::start(&config).await;
     let h = s
         .wait_health(|h| {
+            // Ready comes with the handshake, the catalog after its read.
             h["upstreams"]["ok"]["state"] == json!("ready")
+                && h["upstreams"]["ok"]["catalog"] == json!("complete")
                 && h["upstreams"]["dead"]["last_error"].is_string()
         })
         .await;
