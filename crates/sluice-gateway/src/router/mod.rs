@@ -162,9 +162,11 @@ impl Gateway {
     pub async fn handle(&self, ctx: &RequestCtx, method: &str, params: Value) -> Reply {
         let span = trace::request_span(method, &params);
         let parsed = Method::parse(method);
-        let in_flight = parsed
-            .is_audited()
-            .then(|| self.ops.start(method, &ctx.principal, &ctx.trail, &span));
+        let in_flight = parsed.is_audited().then(|| {
+            let view = ctx.view.as_deref();
+            self.ops
+                .start(method, view, &ctx.principal, &ctx.trail, &span)
+        });
         let outcome = self
             .dispatch(ctx, parsed, method, params)
             .instrument(span.clone())
