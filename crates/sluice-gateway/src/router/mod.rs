@@ -242,12 +242,14 @@ impl Gateway {
         })
     }
 
-    /// A legacy `initialize`: the answer, and the session it opens (which
-    /// already receives the gateway's events for its standalone stream).
+    /// A legacy `initialize` through `view`: the answer, and the session it
+    /// opens (which already receives the gateway's events for its
+    /// standalone stream, the `list_changed` of its view's catalog).
     pub fn initialize(
         &self,
         params: &Value,
         principal: Arc<Principal>,
+        view: Option<Arc<str>>,
     ) -> (Value, Arc<ClientSession>) {
         let requested = params.get("protocolVersion").and_then(Value::as_str);
         let version = protocol::negotiate_legacy(requested);
@@ -260,7 +262,7 @@ impl Gateway {
             .get("capabilities")
             .cloned()
             .unwrap_or_else(|| json!({}));
-        let session = ClientSession::new(version.to_owned(), caps, principal);
+        let session = ClientSession::new(version.to_owned(), caps, principal, view);
         session.forward_events(self.subscribe());
         (result, session)
     }
