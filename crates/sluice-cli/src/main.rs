@@ -578,7 +578,7 @@ fn read_config(path: &Path, is_json: bool) -> Result<Config, Vec<String>> {
 
 /// `sluice doctor`: examine, print, exit with the verdict.
 fn doctor(args: DoctorArgs) -> anyhow::Result<ExitCode> {
-    use sluice_gateway::doctor::{Options, Target, examine};
+    use sluice_gateway::doctor::{OnPage, Options, Target, examine};
     if let Some(path) = &args.config {
         let config = match read_config(path, false) {
             Ok(config) => config,
@@ -624,6 +624,22 @@ fn doctor(args: DoctorArgs) -> anyhow::Result<ExitCode> {
             }
         }
     };
+    // The line names the server as the report will.
+    let shown = match &target {
+        Target::Http { url } => url.clone(),
+        Target::Stdio { command, .. } => command.clone(),
+    };
+    let progress = Arc::new(std::sync::Mutex::new(progress::ReadProgress::start(
+        std::slice::from_ref(&shown),
+    )));
+    let on_page = {
+        let progress = Arc::clone(&progress);
+        move |so_far| {
+            if let Ok(mut progress) = progress.lock() {
+                progress.heard(sluice_gateway::gateway::ReadEvent::Page(&shown, so_far));
+            }
+        }
+    };
     let options = Options {
         target,
         allow_calls: args.allow_calls,
@@ -631,8 +647,13 @@ fn doctor(args: DoctorArgs) -> anyhow::Result<ExitCode> {
         read_budget: args.read_budget,
         timeout: args.timeout,
         budget: args.budget,
+        on_page: OnPage::new(on_page),
     };
     let report = runtime()?.block_on(examine(&options));
+    drop(options);
+    if let Some(progress) = Arc::into_inner(progress).and_then(|p| p.into_inner().ok()) {
+        progress.finish();
+    }
     print_report(&args, &report)
 }
 

@@ -94,7 +94,7 @@ pub async fn lock(config: &Config, path: &Path, scope: LockScope<'_>) -> anyhow:
     let names = if partial { only.to_vec() } else { configured };
     let mut progress = ReadProgress::start(&names);
     let reads =
-        sluice_gateway::gateway::read_catalogs(config, &names, &mut |name| progress.done(name))
+        sluice_gateway::gateway::read_catalogs(config, &names, &mut |event| progress.heard(event))
             .await;
     progress.finish();
     let mut lock = old.clone().unwrap_or_default();
@@ -233,7 +233,7 @@ pub async fn check(config: &Config, path: &Path, as_json: bool) -> anyhow::Resul
     let names: Vec<String> = config.upstreams.iter().map(|u| u.name.clone()).collect();
     let mut progress = ReadProgress::start(&names);
     let reads =
-        sluice_gateway::gateway::read_catalogs(config, &names, &mut |name| progress.done(name))
+        sluice_gateway::gateway::read_catalogs(config, &names, &mut |event| progress.heard(event))
             .await;
     progress.finish();
     let unlocked = LockedUpstream::default();

@@ -571,8 +571,31 @@ fn lock_shows_its_progress_on_a_terminal_only() {
     assert!(tty.status.success());
     let screen = String::from_utf8_lossy(&tty.stdout);
     assert!(
-        screen.contains("reading catalogs 0/1") && screen.contains("still reading fx"),
+        screen.contains("reading catalogs 0/1")
+            && screen.contains("still reading fx (0 pages, 0 entries)"),
         "{screen}"
     );
     assert!(screen.contains("fx: locked"), "{screen}");
+}
+
+#[test]
+fn doctor_shows_its_read_progress_on_a_terminal_only() {
+    let fixture = fixture_bin();
+    let piped = sluice(&["doctor", "--", &fixture]);
+    let err = String::from_utf8_lossy(&piped.stderr);
+    assert!(!err.contains("reading catalogs"), "{err}");
+    let command = format!("{} doctor -- {fixture}", sluice_bin());
+    let tty = Command::new("script")
+        .args(["-qec", &command, "/dev/null"])
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    let screen = String::from_utf8_lossy(&tty.stdout);
+    assert!(
+        screen.contains("reading catalogs 0/1")
+            && screen.contains(&format!("still reading {fixture} (")),
+        "{screen}"
+    );
+    // The line is cleared before the report.
+    assert!(screen.contains("S-1/stdio-declared"), "{screen}");
 }

@@ -126,6 +126,18 @@ pub struct CatalogWalk {
     walk: Option<Walk>,
     first_page: bool,
     catalog: UpstreamCatalog,
+    /// Pages answered so far, over every list.
+    pages: usize,
+}
+
+/// How far a catalog read has got, for a progress line: pages answered
+/// and entries kept so far, over every list.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct ReadProgress {
+    /// Pages the upstream answered.
+    pub pages: usize,
+    /// Entries kept.
+    pub items: usize,
 }
 
 /// One walk over one list.
@@ -193,6 +205,20 @@ impl CatalogWalk {
             walk: None,
             first_page: true,
             catalog: UpstreamCatalog::default(),
+            pages: 0,
+        }
+    }
+
+    /// How far the read has got.
+    pub fn progress(&self) -> ReadProgress {
+        let kept: usize = ListKind::ALL
+            .into_iter()
+            .map(|k| self.catalog.list(k).len())
+            .sum();
+        let walking = self.walk.as_ref().map_or(0, |w| w.items.len());
+        ReadProgress {
+            pages: self.pages,
+            items: kept + walking,
         }
     }
 
@@ -204,6 +230,7 @@ impl CatalogWalk {
     /// Feeds the result of the last fetch.
     pub fn handle_page(&mut self, page: Value) -> CatalogStep {
         self.first_page = false;
+        self.pages += 1;
         let step = match &mut self.walk {
             Some(walk) => walk.handle_page(page),
             None => Step::Incomplete(IncompleteReason::MalformedPage),
@@ -469,6 +496,27 @@ mod tests {
             |_| json!({"tools": tools(&["a", "b", "c"])}),
         );
         assert_eq!(step, Step::Incomplete(IncompleteReason::ItemCap));
+    }
+
+    #[test]
+    fn progress_counts_pages_and_kept_entries_over_every_list() {
+        let mut walk = CatalogWalk::new(|c| c == "tools" || c == "prompts", WalkLimits::default());
+        assert_eq!(walk.progress(), ReadProgress::default());
+        let _ = walk.start();
+        let tools = |names: &[&str], next: Option<&str>| {
+            let tools: Vec<Value> = names.iter().map(|n| json!({"name": n})).collect();
+            match next {
+                Some(c) => json!({"tools": tools, "nextCursor": c}),
+                None => json!({"tools": tools}),
+            }
+        };
+        let _ = walk.handle_page(tools(&["a", "b"], Some("1")));
+        assert_eq!(walk.progress(), ReadProgress { pages: 1, items: 2 });
+        let _ = walk.handle_page(tools(&["c"], None));
+        assert_eq!(walk.progress(), ReadProgress { pages: 2, items: 3 });
+        let done = walk.handle_page(json!({"prompts": [{"name": "p"}]}));
+        assert!(matches!(done, CatalogStep::Done(CatalogRead::Complete(_))));
+        assert_eq!(walk.progress().pages, 3);
     }
 
     #[test]

@@ -71,6 +71,20 @@ pub fn is_legacy_version(version: &str) -> bool {
     LEGACY_VERSIONS.contains(&version)
 }
 
+/// The version the transport specification has a server assume when a
+/// 2025-x request carries no `MCP-Protocol-Version` (MCP 2025-06-18,
+/// Transports § Protocol Version Header).
+pub const ASSUMED_LEGACY_VERSION: &str = "2025-03-26";
+
+/// Whether a 2025-x request's `MCP-Protocol-Version` header may name
+/// `version`: a version sluice negotiates, or 2025-03-26, which clients
+/// send in sessions that negotiated a later one (the conformance suite
+/// among them). The header is only checked; the session's negotiated
+/// version shapes every answer.
+pub fn is_legacy_header_version(version: &str) -> bool {
+    is_legacy_version(version) || version == ASSUMED_LEGACY_VERSION
+}
+
 /// The answer to a legacy `initialize`: the client's version when sluice
 /// speaks it, else sluice's newest legacy version (the client then decides).
 pub fn negotiate_legacy(requested: Option<&str>) -> &'static str {
@@ -383,6 +397,11 @@ mod tests {
             "below the floor"
         );
         assert!(!is_legacy_version("2025-03-26"));
+        assert!(
+            is_legacy_header_version("2025-03-26"),
+            "still taken in the header"
+        );
+        assert!(!is_legacy_header_version("2024-11-05"));
         assert_eq!(negotiate_legacy(None), "2025-11-25");
     }
 

@@ -9,6 +9,7 @@
 //! unauthenticated `GET /health`.
 
 use std::process::Stdio;
+use std::sync::Arc;
 use std::time::Duration;
 
 use futures::StreamExt;
@@ -16,7 +17,7 @@ use process_wrap::tokio::{CommandWrap, KillOnDrop, ProcessGroup};
 use serde_json::{Value, json};
 use sluice_core::boundary::redact::{DEFAULT_SECRET_KEYS, Redactor};
 use sluice_core::config::{Config, Source, UpstreamConfig, UpstreamTransport};
-use sluice_core::discovery::{CatalogRead, IncompleteReason, ListKind};
+use sluice_core::discovery::{CatalogRead, IncompleteReason, ListKind, ReadProgress};
 use sluice_core::doctor::observe::{
     Call, CatalogOutcome, HttpProbes, ListToolProbe, Observations, Outcome, Transport,
 };
@@ -66,6 +67,35 @@ pub struct Options {
     /// The most the tool calls may take in all; tools left when it is
     /// spent are not called (and said so).
     pub budget: Duration,
+    /// Hears how far the catalog read has got after each page.
+    pub on_page: OnPage,
+}
+
+/// What hears the catalog read's progress (a progress line), or nothing.
+#[derive(Clone, Default)]
+pub struct OnPage(Option<Arc<dyn Fn(ReadProgress) + Send + Sync>>);
+
+impl OnPage {
+    /// Calls `hear` after each page.
+    pub fn new(hear: impl Fn(ReadProgress) + Send + Sync + 'static) -> OnPage {
+        OnPage(Some(Arc::new(hear)))
+    }
+
+    fn heard(&self, progress: ReadProgress) {
+        if let Some(hear) = &self.0 {
+            hear(progress);
+        }
+    }
+}
+
+impl std::fmt::Debug for OnPage {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(if self.0.is_some() {
+            "OnPage(..)"
+        } else {
+            "OnPage(none)"
+        })
+    }
 }
 
 /// The most tools called (a server with hundreds is judged on the first).
@@ -184,7 +214,7 @@ async fn observe(options: &Options) -> Observations {
     });
     obs.unknown_version =
         Some(unknown_version(&options.target, description.era, options.timeout).await);
-    let read = upstream::read_catalog(&conn, &settings).await;
+    let read = upstream::read_catalog(&conn, &settings, &|p| options.on_page.heard(p)).await;
     obs.catalog = Some(match &read {
         CatalogRead::Complete(catalog) => CatalogOutcome::Complete {
             counts: ListKind::ALL

@@ -325,12 +325,12 @@ pub fn check_param_headers(
 }
 
 /// A 2025-x request's `MCP-Protocol-Version`, when it sends one, must be a
-/// version sluice speaks in that era.
+/// version of that era ([`protocol::is_legacy_header_version`]).
 pub fn check_legacy_version(headers: &impl Headers) -> Result<(), Denied> {
     match headers.get(field::PROTOCOL_VERSION) {
         Some(version) => {
             let version = version.unwrap_or_default();
-            if protocol::is_legacy_version(version) {
+            if protocol::is_legacy_header_version(version) {
                 Ok(())
             } else {
                 Err(Denied::UnsupportedVersionHeader(version.to_owned()))

@@ -5,7 +5,8 @@ use std::sync::Arc;
 use sluice_core::boundary::redact::Redactor;
 use sluice_core::catalog::{UpstreamCatalog, drift, redaction};
 use sluice_core::config::Config;
-use sluice_core::discovery::CatalogRead;
+use sluice_core::discovery::{CatalogRead, ReadProgress};
+use tokio::sync::mpsc;
 
 use super::{redactor, settings};
 use crate::upstream;
@@ -24,20 +25,30 @@ pub(super) fn redact(upstream: &str, catalog: &mut UpstreamCatalog, redactor: &R
     }
 }
 
+/// What a progress line hears of [`read_catalogs`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ReadEvent<'a> {
+    /// The upstream answered another page: how far its read has got.
+    Page(&'a str, ReadProgress),
+    /// The upstream's read ended.
+    Done(&'a str),
+}
+
 /// Reads the catalog of each named upstream once (all at once), as
 /// `sluice lock` and `sluice check` need: connect, walk every list to its
-/// end, disconnect. Results come in config order; `on_read` hears each
-/// upstream's name as its read ends (for a progress line).
+/// end, disconnect. Results come in config order; `on_event` hears each
+/// page and each end as they come (for a progress line).
 pub async fn read_catalogs(
     config: &Config,
     names: &[String],
-    on_read: &mut dyn FnMut(&str),
+    on_event: &mut dyn FnMut(ReadEvent<'_>),
 ) -> Vec<(
     String,
     Result<sluice_core::discovery::CatalogRead, drift::NotEstablished>,
 )> {
     let redactor = Arc::new(redactor(config));
     let settings = settings(config, &redactor);
+    let (pages, mut paged) = mpsc::unbounded_channel::<(String, ReadProgress)>();
     let mut reads = tokio::task::JoinSet::new();
     for (i, up) in config
         .upstreams
@@ -45,23 +56,28 @@ pub async fn read_catalogs(
         .filter(|u| names.contains(&u.name))
         .enumerate()
     {
-        let (up, settings) = (up.clone(), settings.clone());
+        let (up, settings, pages) = (up.clone(), settings.clone(), pages.clone());
         reads.spawn(async move {
-            (
-                i,
-                up.name.clone(),
-                upstream::read_once(&up, &settings).await,
-            )
+            let on_page = |progress| {
+                let _ = pages.send((up.name.clone(), progress));
+            };
+            let read = upstream::read_once(&up, &settings, &on_page).await;
+            (i, up.name.clone(), read)
         });
     }
+    drop(pages);
     let mut out = Vec::new();
-    while let Some(done) = reads.join_next().await {
-        match done {
-            Ok(read) => {
-                on_read(&read.1);
-                out.push(read);
-            }
-            Err(e) => tracing::error!("a catalog read task failed: {e}"),
+    loop {
+        tokio::select! {
+            Some((name, progress)) = paged.recv() => on_event(ReadEvent::Page(&name, progress)),
+            done = reads.join_next() => match done {
+                Some(Ok(read)) => {
+                    on_event(ReadEvent::Done(&read.1));
+                    out.push(read);
+                }
+                Some(Err(e)) => tracing::error!("a catalog read task failed: {e}"),
+                None => break,
+            },
         }
     }
     out.sort_by_key(|(i, _, _)| *i);

@@ -33,7 +33,7 @@ mod hub;
 mod reload;
 mod subscriptions;
 
-pub use catalogs::read_catalogs;
+pub use catalogs::{ReadEvent, read_catalogs};
 use hub::apply_reports;
 pub(crate) use hub::{Hub, Snapshot};
 pub use reload::ReloadReport;

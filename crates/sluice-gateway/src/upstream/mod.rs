@@ -34,7 +34,7 @@ use sluice_core::boundary::redact::Redactor;
 use sluice_core::catalog::UpstreamCatalog;
 use sluice_core::catalog::drift::NotEstablished;
 use sluice_core::config::{Config, UpstreamConfig, UpstreamTransport};
-use sluice_core::discovery::{CatalogRead, CatalogStep, CatalogWalk, WalkLimits};
+use sluice_core::discovery::{CatalogRead, CatalogStep, CatalogWalk, ReadProgress, WalkLimits};
 use sluice_core::health::{CatalogState, UpstreamStatus};
 use sluice_core::jsonrpc;
 use sluice_core::policy::UpstreamFailure;
@@ -400,7 +400,7 @@ impl Supervisor {
     /// Reads the whole catalog and reports it; `true` when complete.
     async fn read(&self, conn: &Connection, settings: &Settings) -> bool {
         let started = Instant::now();
-        let read = read_catalog(conn, settings).await;
+        let read = read_catalog(conn, settings, &|_| {}).await;
         metrics::discovery(
             self.up.name(),
             matches!(read, CatalogRead::Complete(_)),
@@ -520,8 +520,13 @@ impl ReadSchedule {
 }
 
 /// Reads every list the upstream offers, each to its last page, within
-/// the catalog read timeout.
-pub(crate) async fn read_catalog(conn: &Connection, settings: &Settings) -> CatalogRead {
+/// the catalog read timeout; `on_page` hears how far it got after each
+/// page (for a progress line).
+pub(crate) async fn read_catalog(
+    conn: &Connection,
+    settings: &Settings,
+    on_page: &(dyn Fn(ReadProgress) + Sync),
+) -> CatalogRead {
     let deadline = Instant::now() + settings.catalog_read_timeout;
     let mut walk = CatalogWalk::new(|c| conn.offers(c), settings.catalog_limits);
     let mut step = walk.start();
@@ -542,7 +547,11 @@ pub(crate) async fn read_catalog(conn: &Connection, settings: &Settings) -> Cata
         let timeout = settings.request_timeout.min(remaining);
         let answer = conn.call(Call::new(list.method(), params, timeout)).await;
         step = match answer {
-            Ok(page) => walk.handle_page(page),
+            Ok(page) => {
+                let step = walk.handle_page(page);
+                on_page(walk.progress());
+                step
+            }
             Err(UpstreamFailure::Rpc(e)) => walk.handle_error(e.code),
             Err(UpstreamFailure::Timeout { .. }) => walk.handle_timeout(),
             Err(_) => walk.handle_failure(),
@@ -555,6 +564,7 @@ pub(crate) async fn read_catalog(conn: &Connection, settings: &Settings) -> Cata
 pub(crate) async fn read_once(
     config: &UpstreamConfig,
     settings: &Settings,
+    on_page: &(dyn Fn(ReadProgress) + Sync),
 ) -> Result<CatalogRead, NotEstablished> {
     let (events, mut drain) = mpsc::channel(256);
     // Nothing listens to this upstream's notifications: drop them.
@@ -567,7 +577,7 @@ pub(crate) async fn read_once(
             return Err(NotEstablished::Unreachable);
         }
     };
-    let read = read_catalog(&conn, settings).await;
+    let read = read_catalog(&conn, settings, on_page).await;
     conn.shutdown(settings.shutdown_grace).await;
     Ok(read)
 }
