@@ -32,6 +32,10 @@ pub struct AuditCommand {
     /// invalid, upstream_error, timeout, input_required, cancelled).
     #[arg(long, value_name = "NAME")]
     decision: Option<String>,
+    /// Only rows of requests through this `[[view]]` (`/mcp/NAME`,
+    /// `serve --stdio --view NAME`).
+    #[arg(long, value_name = "NAME")]
+    view: Option<String>,
     /// Rows a page, 1 to 200 (default 20).
     #[arg(long, value_name = "N")]
     limit: Option<usize>,
@@ -96,6 +100,7 @@ pub fn run(command: &AuditCommand) -> anyhow::Result<ExitCode> {
         since: command.since.as_deref(),
         upstream: command.upstream.as_deref(),
         decision: command.decision.as_deref(),
+        view: command.view.as_deref(),
         limit: command.limit,
         cursor: command.cursor.as_deref(),
     };
@@ -170,6 +175,7 @@ fn table(rows: &[AuditRow]) -> String {
     let header = [
         "TIME",
         "PRINCIPAL",
+        "VIEW",
         "METHOD",
         "UPSTREAM",
         "TARGET",
@@ -179,12 +185,13 @@ fn table(rows: &[AuditRow]) -> String {
         "SIZE",
     ]
     .map(str::to_owned);
-    let lines: Vec<[String; 9]> = std::iter::once(header)
+    let lines: Vec<[String; 10]> = std::iter::once(header)
         .chain(rows.iter().map(|row| {
             let r = &row.record;
             [
                 format_time_ms(r.time_ms),
                 r.principal.clone(),
+                r.view.clone().unwrap_or_else(|| "-".into()),
                 r.method.clone(),
                 r.upstream.clone().unwrap_or_else(|| "-".into()),
                 r.target.clone().unwrap_or_else(|| "-".into()),
@@ -195,7 +202,7 @@ fn table(rows: &[AuditRow]) -> String {
             ]
         }))
         .collect();
-    let mut widths = [0; 9];
+    let mut widths = [0; 10];
     for line in &lines {
         for (width, cell) in widths.iter_mut().zip(line) {
             *width = (*width).max(cell.chars().count());
@@ -237,6 +244,7 @@ fn next_command(command: &AuditCommand, cursor: &str) -> String {
         ("--since", &command.since),
         ("--upstream", &command.upstream),
         ("--decision", &command.decision),
+        ("--view", &command.view),
     ];
     for (flag, value) in flags {
         if let Some(value) = value {

@@ -304,6 +304,7 @@ fn read_back(setup: &Setup, between: i64) {
     );
     for row in &all {
         assert_eq!(row["principal"], "local", "{row}");
+        assert_eq!(row["view"], Value::Null, "not through a view: {row}");
         assert!(row["duration_us"].as_i64().unwrap() >= 0, "{row}");
         let time = row["time_ms"].as_i64().unwrap();
         assert!((between - 600_000..=now_ms()).contains(&time), "{row}");
@@ -402,6 +403,7 @@ fn read_back(setup: &Setup, between: i64) {
         [
             "TIME",
             "PRINCIPAL",
+            "VIEW",
             "METHOD",
             "UPSTREAM",
             "TARGET",
@@ -412,19 +414,28 @@ fn read_back(setup: &Setup, between: i64) {
         ]
     );
     let newest = words(lines[1]);
-    assert_eq!(newest.len(), 9, "{text}");
+    assert_eq!(newest.len(), 10, "{text}");
     assert_eq!(newest[0], all[0]["time"].as_str().unwrap());
     assert_eq!(
-        newest[1..7],
-        ["local", "resources/read", "-", "-", "invalid", "-32002"]
+        newest[1..8],
+        [
+            "local",
+            "-",
+            "resources/read",
+            "-",
+            "-",
+            "invalid",
+            "-32002"
+        ]
     );
-    assert_eq!(newest[8], "-");
+    assert_eq!(newest[9], "-");
     let second = words(lines[2]);
     assert_eq!(second[0], all[1]["time"].as_str().unwrap());
     assert_eq!(
-        second[1..7],
+        second[1..8],
         [
             "local",
+            "-",
             "tools/call",
             "fx",
             "fx__reflect",
@@ -432,7 +443,7 @@ fn read_back(setup: &Setup, between: i64) {
             "-32603"
         ]
     );
-    assert_eq!(second[8], "-");
+    assert_eq!(second[9], "-");
     let more = lines[3]
         .strip_prefix("more: sluice audit --config ")
         .unwrap();
@@ -638,4 +649,71 @@ async fn with_audit_off_nothing_is_written() {
     assert!(s.finish().await.success());
     assert!(!setup.dir.path().join(".sluice/audit.db").exists());
     assert_eq!(setup.page(&[]), json!({"items": []}));
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_call_through_a_view_is_recorded_with_its_view_and_one_on_mcp_without() {
+    let setup = Setup::new("");
+    let config = std::fs::read_to_string(&setup.config).unwrap();
+    std::fs::write(
+        &setup.config,
+        format!("{config}[[view]]\nname = \"bigs\"\ninclude = [\"fx__big\"]\n"),
+    )
+    .unwrap();
+    // The setup keeps the config's directory; the sluice gets a spare one.
+    let mut s = HttpSluice::start_at(tempfile::tempdir().unwrap(), &setup.config).await;
+    s.wait_health(|h| h["status"] == "ok").await;
+    assert_eq!(
+        first_text(&s.call(1, "fx__big", json!({"bytes": 1})).await),
+        "x"
+    );
+    s.url = format!("{}/bigs", s.url);
+    assert_eq!(
+        first_text(&s.call(2, "fx__big", json!({"bytes": 2})).await),
+        "xx"
+    );
+    let hidden = s.call(3, "fx__echo", json!({"text": "hi"})).await;
+    assert_eq!(hidden["error"]["code"], -32602, "{hidden}");
+    // Stopping writes the queued rows.
+    let pid = s.child.id().unwrap().to_string();
+    assert!(
+        Command::new("kill")
+            .args(["-TERM", &pid])
+            .status()
+            .unwrap()
+            .success()
+    );
+    let mut child = s.child;
+    assert_eq!(child.wait().await.unwrap().code(), Some(0));
+
+    let views = |rows: Vec<Value>| -> Vec<Value> {
+        rows.iter()
+            .map(|r| json!([r["view"], r["target"], r["decision"]]))
+            .collect()
+    };
+    assert_eq!(
+        views(setup.drain(&[], 5)),
+        [
+            json!(["bigs", null, "invalid"]),
+            json!(["bigs", "fx__big", "ok"]),
+            json!([null, "fx__big", "ok"]),
+        ]
+    );
+    assert_eq!(
+        views(setup.drain(&["--view", "bigs"], 1)),
+        [
+            json!(["bigs", null, "invalid"]),
+            json!(["bigs", "fx__big", "ok"]),
+        ]
+    );
+    assert_eq!(setup.page(&["--view", "nope"]), json!({"items": []}));
+    // The table shows the view, `-` for none.
+    let out = setup.run(&["audit"]);
+    let text = stdout(&out);
+    let column = |line: &str| line.split_whitespace().nth(2).unwrap().to_owned();
+    assert_eq!(
+        text.lines().map(column).collect::<Vec<_>>(),
+        ["VIEW", "bigs", "bigs", "-"],
+        "{text}"
+    );
 }

@@ -1,6 +1,6 @@
 //! `GET /metrics`: a scripted session through sluice, then a scrape whose
-//! counts must equal the calls made, outcome by outcome; the endpoint
-//! behind `[auth]`, and on its own listener.
+//! counts must equal the calls made, outcome by outcome and view by view;
+//! the endpoint behind `[auth]`, and on its own listener.
 #![allow(clippy::unwrap_used)]
 
 mod common;
@@ -76,10 +76,17 @@ fn get(scrape: &HashMap<Series, f64>, series: &str) -> f64 {
     })
 }
 
+/// The `tools/call` counter of `target` and `outcome` on the whole
+/// federation.
 fn calls(target: &str, outcome: &str) -> String {
+    calls_through("", target, outcome)
+}
+
+/// The `tools/call` counter of `target` and `outcome` through `view`.
+fn calls_through(view: &str, target: &str, outcome: &str) -> String {
     let upstream = if target.is_empty() { "" } else { "fx" };
     format!(
-        "sluice_calls_total{{method=tools/call,outcome={outcome},target={target},upstream={upstream}}}"
+        "sluice_calls_total{{method=tools/call,outcome={outcome},target={target},upstream={upstream},view={view}}}"
     )
 }
 
@@ -91,27 +98,48 @@ async fn scrape(s: &HttpSluice, token: Option<&str>) -> reqwest::Response {
     req.send().await.unwrap()
 }
 
-/// A 2026-07-28 request with the token; the JSON-RPC answer.
-async fn request(s: &HttpSluice, id: i64, method: &str, name: &str, mut params: Value) -> Value {
+/// A 2026-07-28 request with the token to `url`; the JSON-RPC answer.
+async fn request_at(
+    s: &HttpSluice,
+    url: &str,
+    id: i64,
+    method: &str,
+    name: &str,
+    mut params: Value,
+) -> Value {
     params["_meta"] = modern_meta(json!({}));
     let resp = s
-        .post(
-            &json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}),
-            &[
-                ("authorization", &format!("Bearer {TOKEN}")),
-                ("mcp-protocol-version", "2026-07-28"),
-                ("mcp-method", method),
-                ("mcp-name", name),
-            ],
-        )
-        .await;
+        .client
+        .post(url)
+        .bearer_auth(TOKEN)
+        .header("accept", "application/json, text/event-stream")
+        .header("content-type", "application/json")
+        .header("mcp-protocol-version", "2026-07-28")
+        .header("mcp-method", method)
+        .header("mcp-name", name)
+        .body(json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}).to_string())
+        .send()
+        .await
+        .unwrap();
     messages(resp).await.pop().unwrap()
+}
+
+/// A 2026-07-28 request with the token on `/mcp`; the JSON-RPC answer.
+async fn request(s: &HttpSluice, id: i64, method: &str, name: &str, params: Value) -> Value {
+    request_at(s, &s.url, id, method, name, params).await
 }
 
 /// A 2026-07-28 `tools/call` with the token; the JSON-RPC answer.
 async fn call(s: &HttpSluice, id: i64, name: &str, arguments: Value) -> Value {
     let params = json!({"name": name, "arguments": arguments});
     request(s, id, "tools/call", name, params).await
+}
+
+/// The same through `/mcp/<view>`.
+async fn call_through(s: &HttpSluice, view: &str, id: i64, name: &str, arguments: Value) -> Value {
+    let params = json!({"name": name, "arguments": arguments});
+    let url = format!("{}/{view}", s.url);
+    request_at(s, &url, id, "tools/call", name, params).await
 }
 
 /// A `resources/read`; the JSON-RPC answer.
@@ -125,7 +153,8 @@ async fn the_scrape_counts_every_call_by_outcome_and_nothing_of_its_content() {
         "[server]\nrequest_timeout = \"1s\"\n\
          [limits]\nmcp_read_response_max_bytes = 65536\n\
          [auth]\nmode = \"bearer\"\n[[auth.token]]\nprincipal = \"carol-the-user\"\nfile = \"t.token\"\n\
-         {}trusted = true\ntool_rate_limit = {{ echo = \"3/h\" }}\n",
+         {}trusted = true\ntool_rate_limit = {{ echo = \"3/h\" }}\n\
+         [[view]]\nname = \"bigs\"\ninclude = [\"fx__big\"]\n",
         fixture_upstream("fx", &["--era", "legacy", "--resources", "3"])
     );
     let (dir, path) = write_config(&config);
@@ -158,6 +187,13 @@ async fn the_scrape_counts_every_call_by_outcome_and_nothing_of_its_content() {
     assert_eq!(timeout["error"]["code"], -32003, "{timeout}");
     let invalid = call(&s, next(), MADE_UP, json!({})).await;
     assert_eq!(invalid["error"]["code"], -32602, "{invalid}");
+    // Through a view: its own series, whether it passes or names a tool
+    // the view does not show (a label value from the config, never the
+    // client's).
+    let through = call_through(&s, "bigs", next(), "fx__big", json!({"bytes": 2})).await;
+    assert_eq!(first_text(&through), "xx");
+    let hidden = call_through(&s, "bigs", next(), "fx__echo", json!({"text": "hi"})).await;
+    assert_eq!(hidden["error"]["code"], -32602, "{hidden}");
     // A secret in a result: redacted, counted by rule kind.
     let leaked = call(&s, next(), "fx__reflect", json!({"text": SECRET})).await;
     assert_eq!(first_text(&leaked), "password=[redacted]");
@@ -226,13 +262,15 @@ async fn the_scrape_counts_every_call_by_outcome_and_nothing_of_its_content() {
         (calls("fx__hang", "timeout"), 1.0),
         (calls("", "invalid"), 1.0),
         (calls("fx__hang", "cancelled"), 1.0),
+        (calls_through("bigs", "fx__big", "ok"), 1.0),
+        (calls_through("bigs", "", "invalid"), 1.0),
         (
-            "sluice_calls_total{method=resources/read,outcome=ok,target=fixture:,upstream=fx}"
+            "sluice_calls_total{method=resources/read,outcome=ok,target=fixture:,upstream=fx,view=}"
                 .into(),
             1.0,
         ),
         (
-            "sluice_calls_total{method=resources/read,outcome=upstream_error,target=,upstream=fx}"
+            "sluice_calls_total{method=resources/read,outcome=upstream_error,target=,upstream=fx,view=}"
                 .into(),
             1.0,
         ),
@@ -245,31 +283,48 @@ async fn the_scrape_counts_every_call_by_outcome_and_nothing_of_its_content() {
         .filter(|(k, _)| k.starts_with("sluice_calls_total{"))
         .map(|(_, v)| v)
         .sum();
-    assert_eq!(all, 15.0, "every request counted once");
+    assert_eq!(all, 17.0, "every request counted once");
     // Timed through sluice: the 12 routed tool calls (the made-up name
     // has no upstream); by the upstream: the 9 answered ones that reached
     // it (not the 2 over the rate, nor the cancelled one).
     assert_eq!(
         get(
             &m,
-            "sluice_call_duration_seconds_count{method=tools/call,upstream=fx}"
+            "sluice_call_duration_seconds_count{method=tools/call,upstream=fx,view=}"
         ),
         12.0
     );
     assert_eq!(
         get(
             &m,
-            "sluice_call_duration_seconds_count{method=tools/call,upstream=}"
+            "sluice_call_duration_seconds_count{method=tools/call,upstream=,view=}"
         ),
         1.0
     );
     assert_eq!(
         get(
             &m,
-            "sluice_upstream_duration_seconds_count{method=tools/call,upstream=fx}"
+            "sluice_upstream_duration_seconds_count{method=tools/call,upstream=fx,view=}"
         ),
         9.0
     );
+    // Through the view: one routed call timed, one name it does not show.
+    for (series, n) in [
+        (
+            "sluice_call_duration_seconds_count{method=tools/call,upstream=fx,view=bigs}",
+            1.0,
+        ),
+        (
+            "sluice_call_duration_seconds_count{method=tools/call,upstream=,view=bigs}",
+            1.0,
+        ),
+        (
+            "sluice_upstream_duration_seconds_count{method=tools/call,upstream=fx,view=bigs}",
+            1.0,
+        ),
+    ] {
+        assert_eq!(get(&m, series), n, "{series}");
+    }
     assert_eq!(get(&m, "sluice_redactions_total{kind=pattern}"), 1.0);
     assert_eq!(get(&m, "sluice_upstream_up{upstream=fx}"), 1.0);
     assert_eq!(

@@ -186,6 +186,7 @@ async fn tampered_truncated_foreign_and_expired_ids_are_unknown_sessions() {
                 protocol_version: "2025-11-25".into(),
                 client_capabilities: json!({}),
                 issued_at_ms,
+                view: None,
             },
             rand::random(),
         )

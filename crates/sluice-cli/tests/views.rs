@@ -1,6 +1,7 @@
 //! `[[view]]` through the real binary: `/mcp/<name>` and `serve --stdio
 //! --view NAME` show exactly the view's entries, renamed and re-described
-//! as configured, and answer anything outside it as unknown.
+//! as configured, and answer anything outside it as unknown; a client on a
+//! view hears `list_changed` only when the view changed.
 #![allow(clippy::unwrap_used)]
 
 mod common;
@@ -168,4 +169,82 @@ fn an_unknown_view_on_the_command_line_is_a_usage_error() {
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );
+}
+
+/// A 2026-07-28 `subscriptions/listen` for tools on `sluice`'s URL; its
+/// stream, past the acknowledgement.
+async fn listen_for_tools(sluice: &HttpSluice, id: i64) -> SseReader {
+    let params = json!({"notifications": {"toolsListChanged": true}});
+    let mut events = SseReader::new(sluice.modern(id, "subscriptions/listen", params).await);
+    let ack = events.next().await;
+    assert_eq!(
+        ack["method"], "notifications/subscriptions/acknowledged",
+        "{ack}"
+    );
+    events
+}
+
+/// A legacy session opened on `sluice`'s URL; its GET stream.
+async fn legacy_stream(sluice: &HttpSluice) -> SseReader {
+    let init = json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
+        "protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "t", "version": "0"}}});
+    let resp = sluice.post(&init, &[]).await;
+    assert_eq!(resp.status(), 200);
+    let session = resp.headers()["mcp-session-id"]
+        .to_str()
+        .unwrap()
+        .to_owned();
+    SseReader::new(sluice.open_stream(&session, &[]).await)
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_client_on_a_view_hears_list_changed_only_when_its_view_changed() {
+    let config = format!(
+        "{}[[view]]\nname = \"added\"\ninclude = [\"a__added_*\"]\n\
+         [[view]]\nname = \"echo\"\ninclude = [\"a__echo\"]\n",
+        fixture_upstream("a", &[])
+    );
+    let mut sluice = HttpSluice::start(&config).await;
+    sluice
+        .wait_health(|h| h["upstreams"]["a"]["catalog"] == "complete")
+        .await;
+    let whole = sluice.url.clone();
+    let (added, echo) = (format!("{whole}/added"), format!("{whole}/echo"));
+    sluice.url.clone_from(&added);
+    assert!(names(&answer(&sluice, 1, "tools/list", json!({})).await, "tools").is_empty());
+    // On each: a 2026-07-28 listen stream and a legacy session's stream.
+    let mut on_added = [
+        listen_for_tools(&sluice, 2).await,
+        legacy_stream(&sluice).await,
+    ];
+    sluice.url.clone_from(&echo);
+    let mut on_echo = [
+        listen_for_tools(&sluice, 3).await,
+        legacy_stream(&sluice).await,
+    ];
+    sluice.url.clone_from(&whole);
+    let mut on_whole = [
+        listen_for_tools(&sluice, 4).await,
+        legacy_stream(&sluice).await,
+    ];
+
+    // A tool appears upstream, inside `added` only.
+    let r = sluice.call(5, "a__add_tool", json!({})).await;
+    assert!(r.get("result").is_some(), "{r}");
+    for events in on_added.iter_mut().chain(&mut on_whole) {
+        let note = events.next().await;
+        assert_eq!(note["method"], "notifications/tools/list_changed", "{note}");
+    }
+    sluice.url = added;
+    assert_eq!(
+        names(&answer(&sluice, 6, "tools/list", json!({})).await, "tools"),
+        ["a__added_0"]
+    );
+    // `echo` shows the same as before: its client hears nothing (the
+    // others were told at once, by the same change).
+    for events in &mut on_echo {
+        let heard =
+            tokio::time::timeout(std::time::Duration::from_millis(300), events.next()).await;
+        assert!(heard.is_err(), "the echo view heard {:?}", heard.ok());
+    }
 }

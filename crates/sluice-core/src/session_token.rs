@@ -53,6 +53,9 @@ pub struct SessionClaims {
     pub client_capabilities: Value,
     /// When it was issued, ms since the Unix epoch.
     pub issued_at_ms: u64,
+    /// The `[[view]]` it was opened through (`/mcp/<name>`): which
+    /// `list_changed` its stream hears.
+    pub view: Option<String>,
 }
 
 /// The encrypted part, after the session nonce.
@@ -62,6 +65,9 @@ struct Body {
     v: String,
     c: Value,
     t: u64,
+    /// Absent in ids sealed before views (and for no view).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    w: Option<String>,
 }
 
 /// Why an id did not open. The texts are fixed: they echo nothing of it.
@@ -108,6 +114,7 @@ impl SessionKey {
             v: claims.protocol_version.clone(),
             c: capabilities,
             t: claims.issued_at_ms,
+            w: claims.view.clone(),
         };
         let mut plaintext = claims.session_nonce.to_vec();
         // Serializing owned strings, numbers and a `Value` cannot fail.
@@ -166,6 +173,7 @@ impl SessionKey {
             protocol_version: body.v,
             client_capabilities: body.c,
             issued_at_ms: body.t,
+            view: body.w,
         })
     }
 }
@@ -191,6 +199,7 @@ mod tests {
             protocol_version: "2025-11-25".into(),
             client_capabilities: json!({"sampling": {}, "elicitation": {"form": {}}, "roots": {"listChanged": true}}),
             issued_at_ms: 1_790_000_000_000,
+            view: Some("research".into()),
         }
     }
 

@@ -27,8 +27,14 @@ use crate::pending::Pending;
 /// Something to tell connected clients about.
 #[derive(Debug, Clone, PartialEq)]
 pub(crate) enum ClientEvent {
-    /// The federated list changed: the notification method to send.
-    ListChanged(&'static str),
+    /// A list changed for the clients of `view` (`None`: of the whole
+    /// federation): the notification method to send them.
+    ListChanged {
+        /// Whose list changed.
+        view: Option<Arc<str>>,
+        /// `notifications/{tools,prompts,resources}/list_changed`.
+        method: &'static str,
+    },
     /// `notifications/resources/updated` params from an upstream.
     ResourceUpdated(Value),
     /// A log message from an upstream that no request could take.
@@ -87,6 +93,9 @@ pub struct ClientSession {
     pub principal: Arc<Principal>,
     /// The capabilities declared at `initialize`.
     pub client_capabilities: Value,
+    /// The `[[view]]` it was opened through: its stream hears that view's
+    /// `list_changed` only (`None`: the whole federation's).
+    pub view: Option<Arc<str>>,
     /// The client's answers to relayed requests.
     pub(crate) answers: Arc<Pending>,
     /// Resource URIs the client subscribed to, and the upstream of each.
@@ -189,11 +198,13 @@ impl ClientSession {
         protocol_version: String,
         client_capabilities: Value,
         principal: Arc<Principal>,
+        view: Option<Arc<str>>,
     ) -> Arc<Self> {
         Arc::new(ClientSession {
             protocol_version,
             principal,
             client_capabilities,
+            view,
             answers: Arc::new(Pending::default()),
             subscriptions: Mutex::new(HashMap::new()),
             standalone: Mutex::new(None),
@@ -283,7 +294,10 @@ impl ClientSession {
                     () = session.closed.cancelled() => return,
                 };
                 let message = match event {
-                    Ok(ClientEvent::ListChanged(method)) => {
+                    Ok(ClientEvent::ListChanged { view, method }) => {
+                        if view != session.view {
+                            continue;
+                        }
                         jsonrpc::notification(method, Value::Null)
                     }
                     Ok(ClientEvent::ResourceUpdated(params)) => {

@@ -18,6 +18,8 @@ pub struct AuditQuery {
     pub upstream: Option<String>,
     /// Only rows with this decision.
     pub decision: Option<Decision>,
+    /// Only rows of requests through this `[[view]]`.
+    pub view: Option<String>,
     /// Only rows before this key in time order (the keyset position of the
     /// page before).
     pub before: Option<RowKey>,
@@ -34,6 +36,8 @@ pub struct AuditArgs<'a> {
     pub upstream: Option<&'a str>,
     /// `--decision`, by its name.
     pub decision: Option<&'a str>,
+    /// `--view`.
+    pub view: Option<&'a str>,
     /// `--limit`: rows a page (1 to [`MAX_LIMIT`], default
     /// [`DEFAULT_LIMIT`](crate::envelope::DEFAULT_LIMIT)).
     pub limit: Option<usize>,
@@ -58,7 +62,7 @@ pub enum AuditArgsError {
     /// `--cursor` is not one this command issued for the same filters, or
     /// it expired.
     #[error(
-        "--cursor: invalid cursor (use the nextCursor of a page read with the same --since, --upstream and --decision, within an hour)"
+        "--cursor: invalid cursor (use the nextCursor of a page read with the same --since, --upstream, --decision and --view, within an hour)"
     )]
     InvalidCursor,
 }
@@ -77,6 +81,10 @@ impl AuditQuery {
                 .as_ref()
                 .is_none_or(|u| r.upstream.as_ref() == Some(u))
             && self.decision.is_none_or(|d| r.decision == d)
+            && self
+                .view
+                .as_ref()
+                .is_none_or(|v| r.view.as_ref() == Some(v))
             && self.before.is_none_or(|before| row.key() < before)
     }
 }

@@ -60,6 +60,7 @@ pub fn plan_reading(
         "since": args.since,
         "upstream": args.upstream,
         "decision": decision.map(Decision::as_str),
+        "view": args.view,
     });
     let (before, since_ms, offset) = match args.cursor {
         None => (None, since_ms, 0),
@@ -77,6 +78,7 @@ pub fn plan_reading(
             since_ms,
             upstream: args.upstream.map(str::to_owned),
             decision,
+            view: args.view.map(str::to_owned),
             before,
             limit: limit + 1,
         },
@@ -164,6 +166,8 @@ mod tests {
             record: AuditRecord {
                 time_ms,
                 principal: "local".into(),
+                // Even rows came through a view, odd ones through none.
+                view: (id % 2 == 0).then(|| "narrow".into()),
                 method: "tools/call".into(),
                 upstream: Some(upstream.into()),
                 target: Some(format!("{upstream}__t{id}")),
@@ -286,6 +290,10 @@ mod tests {
                 since: Some("1h"),
                 ..same
             },
+            AuditArgs {
+                view: Some("narrow"),
+                ..same
+            },
         ] {
             assert_eq!(
                 plan_reading(&other, &cursors, NOW),
@@ -319,10 +327,11 @@ mod tests {
         assert_eq!(
             items[0],
             json!({"id": 3, "time": "1970-01-01T00:00:07.000Z", "time_ms": 7_000, "principal": "local",
-                   "method": "tools/call", "upstream": "fx", "target": "fx__t3", "decision": "tool_error",
+                   "view": null, "method": "tools/call", "upstream": "fx", "target": "fx__t3", "decision": "tool_error",
                    "code": null, "duration_us": 1_003, "size": "<1KiB"})
         );
         assert_eq!(items[1]["id"], 2);
+        assert_eq!(items[1]["view"], "narrow");
         assert!(page.value["nextCursor"].is_string());
         assert_eq!(drain(&store, args, &cursors), vec![3, 2, 1]);
         // The last page has no cursor.
@@ -384,6 +393,7 @@ mod tests {
             upstream in prop::option::of(0usize..3),
             decision in prop::option::of(arb_decision()),
             since in prop::option::of(0i64..20),
+            through_view in any::<bool>(),
         ) {
             let names = ["fx", "gh", "db"];
             let store: Vec<AuditRow> = rows
@@ -396,6 +406,7 @@ mod tests {
                 since: since_text.as_deref(),
                 upstream: upstream.map(|u| names[u]),
                 decision: decision.map(Decision::as_str),
+                view: through_view.then_some("narrow"),
                 limit: Some(limit),
                 cursor: None,
             };
@@ -405,6 +416,7 @@ mod tests {
                 .filter(|r| since.is_none_or(|s| r.record.time_ms >= s))
                 .filter(|r| upstream.is_none_or(|u| r.record.upstream.as_deref() == Some(names[u])))
                 .filter(|r| decision.is_none_or(|d| r.record.decision == d))
+                .filter(|r| !through_view || r.id % 2 == 0)
                 .collect();
             expected.sort_by_key(|r| std::cmp::Reverse(r.key()));
             let expected: Vec<i64> = expected.iter().map(|r| r.id).collect();

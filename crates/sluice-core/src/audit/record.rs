@@ -29,6 +29,9 @@ pub struct AuditRecord {
     pub time_ms: i64,
     /// Who asked: the principal's key (issuer and name).
     pub principal: String,
+    /// The `[[view]]` the request came through (`/mcp/<name>`, `serve
+    /// --stdio --view`); `None`: the whole federation.
+    pub view: Option<String>,
     /// The MCP method (`tools/call`, `prompts/get`, `resources/read`, ...).
     pub method: String,
     /// The upstream it was routed to, when it was routed.
@@ -95,6 +98,7 @@ mod tests {
         let record = AuditRecord {
             time_ms: 1,
             principal: "local".into(),
+            view: Some("narrow".into()),
             method: "tools/call".into(),
             upstream: Some("fs".into()),
             target: Some("fs__read".into()),
@@ -105,6 +109,7 @@ mod tests {
         };
         let v = serde_json::to_value(&record).unwrap();
         assert_eq!(v["decision"], "refused_size");
+        assert_eq!(v["view"], "narrow");
         assert_eq!(v["size"], "<16KiB");
         assert_eq!(serde_json::from_value::<AuditRecord>(v).unwrap(), record);
     }

@@ -15,7 +15,11 @@
 //!   exists, drifted or not (no existence leak).
 //! - A read of a URI that no listed resource names goes, as in the whole
 //!   catalog, to the first template of the view that matches it.
+//! - A client hears `list_changed` for what it is shown: [`list_changes`]
+//!   compares one catalog (the whole federation, or one view's) before and
+//!   after a change, [`view_list_changes`] every view's.
 
+use std::borrow::Borrow;
 use std::collections::BTreeMap;
 
 use serde_json::Value;
@@ -113,6 +117,50 @@ impl Federation {
     }
 }
 
+/// The `list_changed` notifications the clients of one catalog (the whole
+/// federation, or one view's) must hear when it goes from `before` to
+/// `after`: one for each list whose entries differ (templates count as
+/// resources, MCP having no notification of their own), in
+/// [`ListKind::ALL`] order. None when what they see is the same, whatever
+/// changed outside it.
+pub fn list_changes(before: &Federation, after: &Federation) -> Vec<&'static str> {
+    let mut out: Vec<&'static str> = Vec::new();
+    for kind in ListKind::ALL {
+        let method = kind.list_changed();
+        if before.list(kind) != after.list(kind) && !out.contains(&method) {
+            out.push(method);
+        }
+    }
+    out
+}
+
+/// For each view configured before or after a change (by name, each once,
+/// in name order), the notifications its clients must hear
+/// ([`list_changes`]); views whose lists did not change are left out. A
+/// view no longer configured shows nothing now; a new one showed nothing
+/// before.
+pub fn view_list_changes<'a, F: Borrow<Federation>>(
+    before: &'a BTreeMap<String, F>,
+    after: &'a BTreeMap<String, F>,
+) -> Vec<(&'a str, Vec<&'static str>)> {
+    let empty = Federation::default();
+    let mut names: Vec<&'a str> = before
+        .keys()
+        .chain(after.keys())
+        .map(String::as_str)
+        .collect();
+    names.sort_unstable();
+    names.dedup();
+    names
+        .into_iter()
+        .filter_map(|name| {
+            let of = |views: &'a BTreeMap<String, F>| views.get(name).map(Borrow::borrow);
+            let changes = list_changes(of(before).unwrap_or(&empty), of(after).unwrap_or(&empty));
+            (!changes.is_empty()).then_some((name, changes))
+        })
+        .collect()
+}
+
 /// Whether `view` shows the entry whose exposed name or URI is `key`.
 pub fn shown(view: &View, key: &str) -> bool {
     let included = view.include.is_empty() || view.include.iter().any(|g| glob(g, key));
@@ -167,6 +215,11 @@ mod tests {
     use serde_json::json;
 
     fn federation() -> Federation {
+        federation_and(None)
+    }
+
+    /// [`federation`] with one more upstream, `more`, last.
+    fn federation_and(more: Option<&UpstreamCatalog>) -> Federation {
         let time = UpstreamCatalog {
             tools: vec![
                 json!({"name": "get_current_time", "description": "Now."}),
@@ -189,7 +242,9 @@ mod tests {
             ],
         };
         let naming = Naming::new("__", vec![]);
-        let mut fed = Federation::build([("time", &time), ("everything", &everything)], &naming);
+        let mut upstreams = vec![("time", &time), ("everything", &everything)];
+        upstreams.extend(more.map(|m| ("more", m)));
+        let mut fed = Federation::build(upstreams, &naming);
         fed.withhold(
             "everything",
             &naming,
@@ -282,6 +337,89 @@ mod tests {
                 .len(),
             2
         );
+    }
+
+    /// [`federation`] and an upstream with one tool and one template.
+    fn federation_with_more() -> Federation {
+        federation_and(Some(&UpstreamCatalog {
+            tools: vec![json!({"name": "added_0"})],
+            resource_templates: vec![json!({"uriTemplate": "other://{x}", "name": "o"})],
+            ..UpstreamCatalog::default()
+        }))
+    }
+
+    #[test]
+    fn a_catalog_hears_list_changed_only_for_the_lists_that_changed_in_it() {
+        let (before, after) = (federation(), federation_with_more());
+        assert_eq!(
+            list_changes(&before, &after),
+            [
+                "notifications/tools/list_changed",
+                "notifications/resources/list_changed"
+            ]
+        );
+        assert!(list_changes(&before, &federation()).is_empty());
+        // A view that shows neither addition hears nothing; one that shows
+        // the tool hears of tools only.
+        let time = view(&["time__*"], &[]);
+        assert!(list_changes(&before.view(&time), &after.view(&time)).is_empty());
+        let added = view(&["more__*"], &[]);
+        assert_eq!(
+            list_changes(&before.view(&added), &after.view(&added)),
+            ["notifications/tools/list_changed"]
+        );
+        // A description override is part of what the view shows.
+        let mut described = time.clone();
+        described
+            .descriptions
+            .insert("time__get_current_time".into(), "Then.".into());
+        assert_eq!(
+            list_changes(&before.view(&time), &before.view(&described)),
+            ["notifications/tools/list_changed"]
+        );
+    }
+
+    #[test]
+    fn each_view_hears_of_its_own_changes_and_of_appearing_or_going() {
+        let (before, after) = (federation(), federation_with_more());
+        let views = |fed: &Federation, configured: &[(&str, View)]| {
+            configured
+                .iter()
+                .map(|(name, v)| ((*name).to_owned(), fed.view(v)))
+                .collect::<BTreeMap<String, Federation>>()
+        };
+        let old = views(
+            &before,
+            &[
+                ("time", view(&["time__*"], &[])),
+                ("added", view(&["more__*", "everything__echo"], &[])),
+                ("gone", view(&["time__*"], &[])),
+            ],
+        );
+        let new = views(
+            &after,
+            &[
+                ("time", view(&["time__*"], &[])),
+                ("added", view(&["more__*", "everything__echo"], &[])),
+                ("fresh", view(&["everything__*"], &[])),
+                ("empty", view(&["nothing__*"], &[])),
+            ],
+        );
+        assert_eq!(
+            view_list_changes(&old, &new),
+            [
+                ("added", vec!["notifications/tools/list_changed"]),
+                (
+                    "fresh",
+                    vec![
+                        "notifications/tools/list_changed",
+                        "notifications/prompts/list_changed"
+                    ]
+                ),
+                ("gone", vec!["notifications/tools/list_changed"]),
+            ]
+        );
+        assert!(view_list_changes(&old, &old).is_empty());
     }
 
     #[test]

@@ -186,9 +186,9 @@ impl StdioClient {
     async fn request(&mut self, id: Value, method: String, params: Value) {
         let era = protocol::request_era(&params);
         if era == Era::Legacy && Method::parse(&method) == Method::Initialize {
-            let (result, session) = self
-                .gateway
-                .initialize(&params, Arc::clone(&self.principal));
+            let (result, session) =
+                self.gateway
+                    .initialize(&params, Arc::clone(&self.principal), self.view.clone());
             session.set_standalone(self.out.clone());
             if let Some(old) = self.session.replace(session) {
                 self.gateway.end_session(&old);

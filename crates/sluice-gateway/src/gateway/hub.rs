@@ -12,8 +12,8 @@ use sluice_core::catalog::Federation;
 use sluice_core::catalog::UpstreamCatalog;
 use sluice_core::catalog::drift::{Approval, Diff};
 use sluice_core::catalog::poisoning;
+use sluice_core::catalog::view::{list_changes, view_list_changes};
 use sluice_core::health::{CatalogCounts, UpstreamStatus};
-use sluice_core::method::ListKind;
 use tokio::sync::{broadcast, mpsc, watch};
 
 use super::{Live, settings};
@@ -231,9 +231,9 @@ impl Hub {
         (old, new)
     }
 
-    /// Tells clients which lists differ between two snapshots (the whole
-    /// federation or any view's), and operators which entries collide in
-    /// the new one.
+    /// Tells the clients of the whole federation and of each view which of
+    /// their lists differ between two snapshots (`catalog::view` decides),
+    /// and operators which entries collide in the new one.
     fn announce(&self, old: &Snapshot, new: &Snapshot) {
         for collision in new.federation.collisions() {
             tracing::warn!(
@@ -244,24 +244,18 @@ impl Hub {
                 "two upstreams offer the same entry; the first in the config is served"
             );
         }
-        let empty = Federation::default();
-        let pairs = std::iter::once((&*old.federation, &*new.federation)).chain(
-            new.views.iter().map(|(name, view)| {
-                let before = old.views.get(name).map_or(&empty, |v| &**v);
-                (before, &**view)
-            }),
+        let whole = list_changes(&old.federation, &new.federation);
+        let views = view_list_changes(&old.views, &new.views);
+        let changes = std::iter::once((None, whole)).chain(
+            views
+                .into_iter()
+                .map(|(name, m)| (Some(Arc::from(name)), m)),
         );
-        let mut changed: Vec<&'static str> = Vec::new();
-        for (kind, (old, new)) in pairs.flat_map(|p| ListKind::ALL.map(|k| (k, p))) {
-            if old.list(kind) != new.list(kind) {
-                let method = kind.list_changed();
-                if !changed.contains(&method) {
-                    changed.push(method);
-                }
+        for (view, methods) in changes {
+            for method in methods {
+                let view = view.clone();
+                let _ = self.events.send(ClientEvent::ListChanged { view, method });
             }
-        }
-        for method in changed {
-            let _ = self.events.send(ClientEvent::ListChanged(method));
         }
     }
 

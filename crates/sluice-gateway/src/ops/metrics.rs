@@ -2,16 +2,19 @@
 //! facade and rendered by `metrics-exporter-prometheus`.
 //!
 //! Label values are only what the operator configured or the approved
-//! catalog routes by: upstream names, exposed tool and prompt names,
-//! resource URI schemes, methods, and the fixed outcome names of
+//! catalog routes by: upstream names, `[[view]]` names (a request names a
+//! view only when one is configured by that name), exposed tool and prompt
+//! names, resource URI schemes, methods, and the fixed outcome names of
 //! [`Decision`]. A name a client made up (an unknown tool) is recorded as
 //! no target; arguments, principals and session ids never appear.
 //!
 //! | metric | type | labels |
 //! |---|---|---|
-//! | `sluice_calls_total` | counter | `method`, `upstream`, `target`, `outcome` |
-//! | `sluice_call_duration_seconds` | histogram | `method`, `upstream` (arrival to answer) |
-//! | `sluice_upstream_duration_seconds` | histogram | `method`, `upstream` (the upstream's share) |
+//! | `sluice_calls_total` | counter | `method`, `view`, `upstream`, `target`, `outcome` |
+//! | `sluice_call_duration_seconds` | histogram | `method`, `view`, `upstream` (arrival to answer) |
+//! | `sluice_upstream_duration_seconds` | histogram | `method`, `view`, `upstream` (the upstream's share) |
+//!
+//! `view` is empty for a request on the whole federation (`/mcp`).
 //! | `sluice_redactions_total` | counter | `kind` (`exact`, `key`, `pattern`) |
 //! | `sluice_discovery_reads_total` | counter | `upstream`, `verdict` (`complete`, `incomplete`) |
 //! | `sluice_discovery_duration_seconds` | histogram | `upstream` |
@@ -119,6 +122,7 @@ fn describe() {
 /// One answered request.
 pub(crate) fn call(
     method: &str,
+    view: Option<&str>,
     upstream: Option<&str>,
     target: Option<&str>,
     outcome: Decision,
@@ -126,10 +130,12 @@ pub(crate) fn call(
     upstream_time: Option<Duration>,
 ) {
     let method = method.to_owned();
+    let view = view.unwrap_or_default().to_owned();
     let upstream = upstream.unwrap_or_default().to_owned();
     counter!(
         "sluice_calls_total",
         "method" => method.clone(),
+        "view" => view.clone(),
         "upstream" => upstream.clone(),
         "target" => target.unwrap_or_default().to_owned(),
         "outcome" => outcome.as_str(),
@@ -138,6 +144,7 @@ pub(crate) fn call(
     histogram!(
         "sluice_call_duration_seconds",
         "method" => method.clone(),
+        "view" => view.clone(),
         "upstream" => upstream.clone(),
     )
     .record(elapsed.as_secs_f64());
@@ -145,6 +152,7 @@ pub(crate) fn call(
         histogram!(
             "sluice_upstream_duration_seconds",
             "method" => method,
+            "view" => view,
             "upstream" => upstream,
         )
         .record(took.as_secs_f64());

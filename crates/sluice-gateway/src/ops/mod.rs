@@ -6,7 +6,7 @@
 //! large the answer was). When the request is answered, the router's
 //! decision (from its refusal, or the result) and the trail make one
 //! observation: counted and timed in the metrics, and written as one row of
-//! the audit log. The decision names come from `sluice_core::audit`;
+//! the audit log, both naming the `[[view]]` the request came through. The decision names come from `sluice_core::audit`;
 //! nothing here holds an argument, a result or an error message.
 
 pub mod audit;
@@ -87,6 +87,7 @@ impl Ops {
     pub(crate) fn start<'a>(
         &'a self,
         method: &'a str,
+        view: Option<&'a str>,
         principal: &'a Principal,
         trail: &'a Trail,
         span: &'a tracing::Span,
@@ -94,6 +95,7 @@ impl Ops {
         InFlight {
             ops: self,
             method,
+            view,
             principal,
             trail,
             span,
@@ -111,6 +113,7 @@ impl Ops {
     ) {
         let InFlight {
             method,
+            view,
             principal,
             trail,
             span,
@@ -130,6 +133,7 @@ impl Ops {
         }
         metrics::call(
             method,
+            view,
             facts.upstream.as_deref(),
             facts.target.as_deref(),
             decision,
@@ -144,6 +148,7 @@ impl Ops {
         audit.record(AuditRecord {
             time_ms,
             principal: principal.key(),
+            view: view.map(str::to_owned),
             method: method.to_owned(),
             upstream: facts.upstream,
             target: facts.target,
@@ -161,6 +166,7 @@ impl Ops {
 pub(crate) struct InFlight<'a> {
     ops: &'a Ops,
     method: &'a str,
+    view: Option<&'a str>,
     principal: &'a Principal,
     trail: &'a Trail,
     span: &'a tracing::Span,

@@ -1,6 +1,7 @@
 //! `subscriptions/listen` (2026-07-28): acknowledge the filter, then send
-//! the `list_changed` notifications it asked for until the client closes
-//! the stream.
+//! the `list_changed` notifications it asked for, of the catalog the
+//! request sees (its view's, or the whole federation's), until the client
+//! closes the stream.
 
 use serde_json::{Value, json};
 use sluice_core::jsonrpc;
@@ -55,7 +56,8 @@ impl Gateway {
                 () = self.shutting_down() => return end(),
             };
             let method = match event {
-                Ok(ClientEvent::ListChanged(method)) => method,
+                // Only what this stream's catalog (its view's) shows.
+                Ok(ClientEvent::ListChanged { view, method }) if view == ctx.view => method,
                 Ok(_) | Err(broadcast::error::RecvError::Lagged(_)) => continue,
                 Err(broadcast::error::RecvError::Closed) => return end(),
             };

@@ -162,9 +162,11 @@ impl Gateway {
     pub async fn handle(&self, ctx: &RequestCtx, method: &str, params: Value) -> Reply {
         let span = trace::request_span(method, &params);
         let parsed = Method::parse(method);
-        let in_flight = parsed
-            .is_audited()
-            .then(|| self.ops.start(method, &ctx.principal, &ctx.trail, &span));
+        let in_flight = parsed.is_audited().then(|| {
+            let view = ctx.view.as_deref();
+            self.ops
+                .start(method, view, &ctx.principal, &ctx.trail, &span)
+        });
         let outcome = self
             .dispatch(ctx, parsed, method, params)
             .instrument(span.clone())
@@ -240,12 +242,14 @@ impl Gateway {
         })
     }
 
-    /// A legacy `initialize`: the answer, and the session it opens (which
-    /// already receives the gateway's events for its standalone stream).
+    /// A legacy `initialize` through `view`: the answer, and the session it
+    /// opens (which already receives the gateway's events for its
+    /// standalone stream, the `list_changed` of its view's catalog).
     pub fn initialize(
         &self,
         params: &Value,
         principal: Arc<Principal>,
+        view: Option<Arc<str>>,
     ) -> (Value, Arc<ClientSession>) {
         let requested = params.get("protocolVersion").and_then(Value::as_str);
         let version = protocol::negotiate_legacy(requested);
@@ -258,7 +262,7 @@ impl Gateway {
             .get("capabilities")
             .cloned()
             .unwrap_or_else(|| json!({}));
-        let session = ClientSession::new(version.to_owned(), caps, principal);
+        let session = ClientSession::new(version.to_owned(), caps, principal, view);
         session.forward_events(self.subscribe());
         (result, session)
     }

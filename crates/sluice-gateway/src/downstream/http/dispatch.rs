@@ -203,9 +203,13 @@ fn initialize(state: &HttpState, request: Incoming) -> Response {
         id,
         params,
         principal,
+        view,
         ..
     } = request;
-    match state.sessions.open(&state.gateway, &params, principal) {
+    match state
+        .sessions
+        .open(&state.gateway, &params, principal, view)
+    {
         Ok((result, session_id)) => {
             let header = HeaderValue::try_from(session_id).ok();
             encode::json_response(StatusCode::OK, &jsonrpc::response(id, Ok(result)), header)

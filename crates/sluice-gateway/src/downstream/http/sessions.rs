@@ -88,6 +88,7 @@ impl Sessions {
             claims.protocol_version,
             claims.client_capabilities,
             Arc::clone(principal),
+            claims.view.map(Arc::from),
         );
         session.forward_events(gateway.subscribe());
         held.insert(id.to_owned(), Arc::clone(&session));
@@ -120,11 +121,12 @@ impl Sessions {
         gateway: &Gateway,
         params: &Value,
         principal: Arc<Principal>,
+        view: Option<Arc<str>>,
     ) -> Result<(Value, String), Denied> {
         if self.lock_held().len() >= gateway.live().config.server.max_sessions {
             return Err(Denied::TooManySessions);
         }
-        let (result, session) = gateway.initialize(params, principal);
+        let (result, session) = gateway.initialize(params, principal, view);
         let id = new_session_id(&gateway.session_key, &session);
         let mut held = self.lock_held();
         held.insert(id.clone(), session);
@@ -259,6 +261,7 @@ fn new_session_id(key: &SessionKey, session: &ClientSession) -> String {
         protocol_version: session.protocol_version.clone(),
         client_capabilities: session.client_capabilities.clone(),
         issued_at_ms: now_ms(),
+        view: session.view.as_deref().map(str::to_owned),
     };
     key.seal(&claims, rand::rng().random())
 }
@@ -274,7 +277,8 @@ mod tests {
     async fn session_ids_are_sealed_visible_ascii_and_never_repeat() {
         let key = SessionKey::derive(&[3; 32]);
         let principal = Arc::new(Principal::named("alice"));
-        let session = ClientSession::new("2025-06-18".into(), json!({"roots": {}}), principal);
+        let session =
+            ClientSession::new("2025-06-18".into(), json!({"roots": {}}), principal, None);
         let a = new_session_id(&key, &session);
         assert!(a.bytes().all(|b| (0x21..=0x7e).contains(&b)), "{a}");
         assert_ne!(a, new_session_id(&key, &session));

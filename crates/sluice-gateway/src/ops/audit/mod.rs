@@ -256,6 +256,7 @@ mod tests {
         AuditRecord {
             time_ms,
             principal: format!("p{}", i % 3),
+            view: (i % 3 == 1).then(|| format!("v{}", i % 2)),
             method: "tools/call".into(),
             upstream: (i % 4 != 0).then(|| format!("up{}", i % 2)),
             target: (i % 5 != 0).then(|| format!("up__tool{i}")),
@@ -277,6 +278,7 @@ mod tests {
             since_ms: None,
             upstream: None,
             decision: None,
+            view: None,
             before: None,
             limit: usize::MAX,
         };
@@ -306,13 +308,15 @@ mod tests {
         let written: Vec<AuditRecord> = by_id.into_iter().map(|r| r.record).collect();
         assert_eq!(written, records, "every field round-trips, in queue order");
         let queries = [
-            (Some(now - 980), None, None, None, 40),
-            (None, Some("up1"), None, None, 1_000),
-            (None, None, Some(Decision::RateLimited), None, 7),
+            (Some(now - 980), None, None, None, None, 40),
+            (None, Some("up1"), None, None, None, 1_000),
+            (None, None, Some(Decision::RateLimited), None, None, 7),
+            (None, None, None, Some("v1"), None, 1_000),
             (
                 Some(now - 995),
                 Some("up1"),
                 Some(Decision::ToolError),
+                None,
                 Some(RowKey {
                     time_ms: now - 960,
                     id: 900,
@@ -320,11 +324,12 @@ mod tests {
                 1_000,
             ),
         ];
-        for (since_ms, upstream, decision, before, limit) in queries {
+        for (since_ms, upstream, decision, view, before, limit) in queries {
             let query = AuditQuery {
                 since_ms,
                 upstream: upstream.map(str::to_owned),
                 decision,
+                view: view.map(str::to_owned),
                 before,
                 limit,
             };

@@ -22,7 +22,7 @@ const SQLITE_BUSY_TIMEOUT: Duration = Duration::from_secs(5);
 const PG_CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
 
 const COLUMNS: &str =
-    "time_ms, principal, method, upstream, target, decision, code, duration_us, size";
+    "time_ms, principal, view, method, upstream, target, decision, code, duration_us, size";
 
 /// An open audit database.
 pub enum AuditStore {
@@ -58,9 +58,10 @@ impl AuditStore {
             .connect_with(options)
             .await
             .map_err(open_error)?;
-        migrator(include_str!(
-            "../../../migrations/sqlite/0001_audit_log.sql"
-        ))
+        migrator([
+            include_str!("../../../migrations/sqlite/0001_audit_log.sql"),
+            include_str!("../../../migrations/sqlite/0002_audit_view.sql"),
+        ])
         .run(&pool)
         .await?;
         Ok(AuditStore::Sqlite(Store { pool }))
@@ -82,9 +83,10 @@ impl AuditStore {
             .connect_with(options)
             .await
             .map_err(open_error)?;
-        migrator(include_str!(
-            "../../../migrations/postgres/0001_audit_log.sql"
-        ))
+        migrator([
+            include_str!("../../../migrations/postgres/0001_audit_log.sql"),
+            include_str!("../../../migrations/postgres/0002_audit_view.sql"),
+        ])
         .run(&pool)
         .await?;
         Ok(AuditStore::Postgres(Store { pool }))
@@ -123,15 +125,27 @@ impl AuditStore {
     }
 }
 
-/// The migrations, embedded from `migrations/{sqlite,postgres}/`.
-fn migrator(schema: &'static str) -> Migrator {
-    Migrator::with_migrations(vec![Migration::new(
-        1,
-        "audit log".into(),
-        MigrationType::Simple,
-        AssertSqlSafe(schema).into_sql_str(),
-        false,
-    )])
+/// What each migration does, in order (version 1 first).
+const MIGRATIONS: [&str; 2] = ["audit log", "audit view"];
+
+/// The migrations, embedded from `migrations/{sqlite,postgres}/`, in
+/// [`MIGRATIONS`] order: a database an older sluice made gets the ones it
+/// lacks.
+fn migrator(schemas: [&'static str; MIGRATIONS.len()]) -> Migrator {
+    Migrator::with_migrations(
+        (1..)
+            .zip(MIGRATIONS.iter().zip(schemas))
+            .map(|(version, (what, schema))| {
+                Migration::new(
+                    version,
+                    (*what).into(),
+                    MigrationType::Simple,
+                    AssertSqlSafe(schema).into_sql_str(),
+                    false,
+                )
+            })
+            .collect(),
+    )
 }
 
 impl<DB> Store<DB>
@@ -155,6 +169,7 @@ where
         sql.push_values(rows, |mut row, r| {
             row.push_bind(r.time_ms)
                 .push_bind(r.principal.as_str())
+                .push_bind(r.view.as_deref())
                 .push_bind(r.method.as_str())
                 .push_bind(r.upstream.as_deref())
                 .push_bind(r.target.as_deref())
@@ -187,6 +202,9 @@ where
         if let Some(decision) = query.decision {
             sql.push(" AND decision = ").push_bind(decision.as_str());
         }
+        if let Some(view) = &query.view {
+            sql.push(" AND view = ").push_bind(view.as_str());
+        }
         if let Some(before) = query.before {
             sql.push(" AND (time_ms < ")
                 .push_bind(before.time_ms)
@@ -217,6 +235,7 @@ where
         record: AuditRecord {
             time_ms: row.try_get("time_ms")?,
             principal: row.try_get("principal")?,
+            view: row.try_get("view")?,
             method: row.try_get("method")?,
             upstream: row.try_get("upstream")?,
             target: row.try_get("target")?,
@@ -236,4 +255,86 @@ where
                 .transpose()?,
         },
     })
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+    use super::*;
+
+    fn record(view: Option<&str>, time_ms: i64) -> AuditRecord {
+        AuditRecord {
+            time_ms,
+            principal: "local".into(),
+            view: view.map(str::to_owned),
+            method: "tools/call".into(),
+            upstream: Some("fx".into()),
+            target: Some("fx__echo".into()),
+            decision: Decision::Ok,
+            code: None,
+            duration_us: 5,
+            size: Some(SizeBucket::Under1K),
+        }
+    }
+
+    fn query(view: Option<&str>) -> AuditQuery {
+        AuditQuery {
+            since_ms: None,
+            upstream: None,
+            decision: None,
+            view: view.map(str::to_owned),
+            before: None,
+            limit: 10,
+        }
+    }
+
+    #[tokio::test]
+    async fn an_audit_db_made_before_views_opens_and_gains_the_view_column() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join(super::super::SQLITE_FILE);
+        // What a sluice without views left: migration 1 only, and a row.
+        let pool = SqlitePoolOptions::new()
+            .connect_with(
+                SqliteConnectOptions::new()
+                    .filename(&path)
+                    .create_if_missing(true),
+            )
+            .await
+            .unwrap();
+        let mut older = migrator([
+            include_str!("../../../migrations/sqlite/0001_audit_log.sql"),
+            include_str!("../../../migrations/sqlite/0002_audit_view.sql"),
+        ]);
+        older.migrations = older.migrations[..1].to_vec().into();
+        older.run(&pool).await.unwrap();
+        sqlx::query(
+            "INSERT INTO audit_log (time_ms, principal, method, upstream, target, decision, code, duration_us, size) \
+             VALUES (1000, 'local', 'tools/call', 'fx', 'fx__echo', 'ok', NULL, 5, '<1KiB')",
+        )
+        .execute(&pool)
+        .await
+        .unwrap();
+        pool.close().await;
+
+        let store = AuditStore::open_sqlite(&path).await.unwrap();
+        store
+            .insert(&[record(Some("narrow"), 2_000)])
+            .await
+            .unwrap();
+        let all = store.read(&query(None)).await.unwrap();
+        let records: Vec<AuditRecord> = all.into_iter().map(|r| r.record).collect();
+        assert_eq!(
+            records,
+            [record(Some("narrow"), 2_000), record(None, 1_000)],
+            "the old row has no view, the new one its view"
+        );
+        let through = store.read(&query(Some("narrow"))).await.unwrap();
+        assert_eq!(through.len(), 1);
+        assert_eq!(through[0].record.time_ms, 2_000);
+        store.close().await;
+        // Opening it again applies nothing twice.
+        let again = AuditStore::open_sqlite(&path).await.unwrap();
+        assert_eq!(again.read(&query(None)).await.unwrap().len(), 2);
+        again.close().await;
+    }
 }
