@@ -217,6 +217,7 @@ class SluiceServer:
         self._lines: deque[str] = deque(maxlen=400)
         self._reader: threading.Thread | None = None
         self.children: set[int] = set()
+        self.health_token: str | None = None
         self._children_lock = threading.Lock()
         self.last_health: dict[str, Any] | None = None
 
@@ -311,8 +312,9 @@ class SluiceServer:
 
     # --- HTTP ------------------------------------------------------------------------------------
 
-    def get(self, path: str, timeout: float = 5.0) -> tuple[int, bytes, dict[str, str]]:
-        req = urllib.request.Request(self.base + path, method="GET")
+    def get(self, path: str, timeout: float = 5.0,
+            headers: dict[str, str] | None = None) -> tuple[int, bytes, dict[str, str]]:
+        req = urllib.request.Request(self.base + path, method="GET", headers=headers or {})
         try:
             with urllib.request.urlopen(req, timeout=timeout) as r:  # noqa: S310 - loopback only
                 return r.status, r.read(), dict(r.headers)
@@ -320,7 +322,9 @@ class SluiceServer:
             return e.code, e.read(), dict(e.headers)
 
     def health(self) -> dict[str, Any]:
-        status, body, _ = self.get("/health")
+        # With [auth] on, only a verified caller sees the upstreams: `health_token` is one.
+        headers = {"Authorization": f"Bearer {self.health_token}"} if self.health_token else None
+        status, body, _ = self.get("/health", headers=headers)
         doc = json.loads(body)
         doc["_http_status"] = status
         self.last_health = doc
@@ -336,9 +340,15 @@ class SluiceServer:
                 break
             try:
                 doc = self.health()
-                ups = doc.get("upstreams") or {}
-                if all((ups.get(n) or {}).get("state") == "ready" for n in names):
-                    break
+                if "upstreams" not in doc:
+                    # [auth] is on and no health_token was given: only the summary, whose
+                    # "ok" says every upstream is ready.
+                    if doc.get("status") == "ok":
+                        break
+                else:
+                    ups = doc.get("upstreams") or {}
+                    if all((ups.get(n) or {}).get("state") == "ready" for n in names):
+                        break
             except (OSError, ValueError):
                 pass
             time.sleep(0.2)

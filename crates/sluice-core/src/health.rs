@@ -277,19 +277,37 @@ impl UpstreamStatus {
 
 /// An upstream's status as `/health` and the progressive meta-tools show
 /// it. The last error may quote the upstream, so it is redacted like any
-/// upstream text; with `hide_error` (on `/health` when `[auth]` is on,
-/// S-7: anyone may read it, and the error may name an internal address) it
-/// is left out.
-pub fn shown(status: &UpstreamStatus, redactor: &Redactor, hide_error: bool) -> serde_json::Value {
+/// upstream text.
+pub fn shown(status: &UpstreamStatus, redactor: &Redactor) -> serde_json::Value {
     let mut value = serde_json::to_value(status).unwrap_or(serde_json::Value::Null);
-    if let Some(obj) = value.as_object_mut() {
-        if hide_error {
-            obj.remove("last_error");
-        } else if let Some(error) = obj.get_mut("last_error") {
-            redactor.redact(error);
-        }
+    if let Some(error) = value.get_mut("last_error") {
+        redactor.redact(error);
     }
     value
+}
+
+/// How much of `/health` a caller sees.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum HealthDetail {
+    /// `status` and `version`, and nothing else.
+    Summary,
+    /// Also every upstream's status: its name, state, protocol version,
+    /// catalog and (redacted) last error.
+    Upstreams,
+}
+
+/// With `[auth]` on, `/health` is still served without a credential (S-7:
+/// the version must be readable before auth, "and nothing else"); the
+/// upstreams, which describe the deployment (names, versions, errors that
+/// may name an internal address), go only to a caller whose credential
+/// verifies. Without `[auth]` sluice listens on loopback, open to every
+/// local process anyway, and shows them.
+pub fn health_detail(auth_on: bool, credential_verified: bool) -> HealthDetail {
+    if auth_on && !credential_verified {
+        HealthDetail::Summary
+    } else {
+        HealthDetail::Upstreams
+    }
 }
 
 #[cfg(test)]
@@ -448,7 +466,7 @@ mod tests {
     }
 
     #[test]
-    fn the_last_error_is_redacted_or_hidden() {
+    fn the_last_error_is_redacted() {
         use crate::boundary::redact::DEFAULT_SECRET_KEYS;
         let secret = "ghp_0123456789abcdefghijklmnopqrstuvwxyzAB";
         let redactor = Redactor::new(Vec::<String>::new(), DEFAULT_SECRET_KEYS);
@@ -456,14 +474,18 @@ mod tests {
             last_error: Some(format!("spawn failed: token {secret}")),
             ..UpstreamStatus::default()
         };
-        let shown_open = shown(&status, &redactor, false);
-        let error = shown_open["last_error"].as_str().unwrap_or_default();
+        let shown = shown(&status, &redactor);
+        let error = shown["last_error"].as_str().unwrap_or_default();
         assert!(
             error.starts_with("spawn failed") && !error.contains(secret),
             "{error}"
         );
-        let shown_authed = shown(&status, &redactor, true);
-        assert!(shown_authed.get("last_error").is_none());
-        assert_eq!(shown_authed["state"], shown_open["state"]);
+    }
+
+    #[test]
+    fn with_auth_on_only_a_verified_caller_sees_the_upstreams() {
+        assert_eq!(health_detail(true, false), HealthDetail::Summary);
+        assert_eq!(health_detail(true, true), HealthDetail::Upstreams);
+        assert_eq!(health_detail(false, false), HealthDetail::Upstreams);
     }
 }

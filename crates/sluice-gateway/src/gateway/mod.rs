@@ -13,7 +13,7 @@ use sluice_core::catalog::lockfile::{LockedUpstream, Lockfile};
 use sluice_core::catalog::{Federation, UpstreamCatalog};
 use sluice_core::config::Config;
 use sluice_core::envelope::Cursors;
-use sluice_core::health;
+use sluice_core::health::{self, HealthDetail};
 use sluice_core::naming::Naming;
 use sluice_core::session_token::SessionKey;
 use tokio::sync::{broadcast, mpsc, watch};
@@ -204,28 +204,30 @@ impl Gateway {
         let _ = tokio::time::timeout(limit, rx.wait_for(|settled| *settled >= n)).await;
     }
 
-    /// `/health`, which anyone who reaches the listener may read, before
-    /// any auth (SECURITY.md, S-7): status, version, and each upstream's
-    /// state, era, catalog counts and approval. With `[auth]` on, not the
-    /// last error, which may name an internal address; without, the
-    /// listener is loopback-only and open to every local process anyway,
-    /// and the error (redacted) is what an operator needs.
-    pub fn health(&self) -> Value {
+    /// `/health`: status and version, and with [`HealthDetail::Upstreams`]
+    /// each upstream's state, era, catalog counts, approval and last error
+    /// (redacted); who sees which is `health::health_detail`'s (S-7).
+    pub fn health(&self, detail: HealthDetail) -> Value {
         let live = self.live();
-        let upstreams: serde_json::Map<String, Value> = live
-            .upstreams
-            .iter()
-            .map(|u| {
-                let status = health::shown(&u.status(), &live.redactor, live.auth.is_on());
-                (u.name().to_owned(), status)
-            })
-            .collect();
         let all_ready = live.upstreams.iter().all(|u| u.status().is_ready());
-        json!({
+        let mut health = json!({
             "status": if all_ready { "ok" } else { "degraded" },
             "version": VERSION,
-            "upstreams": upstreams,
-        })
+        });
+        if detail == HealthDetail::Upstreams {
+            let upstreams: serde_json::Map<String, Value> = live
+                .upstreams
+                .iter()
+                .map(|u| {
+                    (
+                        u.name().to_owned(),
+                        health::shown(&u.status(), &live.redactor),
+                    )
+                })
+                .collect();
+            health["upstreams"] = Value::Object(upstreams);
+        }
+        health
     }
 
     pub(crate) fn upstream(&self, name: &str) -> Option<Arc<Upstream>> {

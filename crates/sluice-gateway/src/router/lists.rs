@@ -102,7 +102,7 @@ impl Gateway {
                 keys,
                 row: |i: usize| {
                     let (name, status) = &statuses[i];
-                    let status = health::shown(status, &snap.live.redactor, false);
+                    let status = health::shown(status, &snap.live.redactor);
                     progressive::server_row(name, &status, fields)
                 },
             },

@@ -10,6 +10,7 @@ use axum::http::{HeaderMap, Method, Uri};
 use axum::middleware::Next;
 use axum::response::Response;
 use sluice_core::access::Principal;
+use sluice_core::health::{self, HealthDetail};
 use sluice_core::policy::Denied;
 use sluice_core::policy::admission::{self, Headers};
 
@@ -82,6 +83,18 @@ async fn admit(
         admission::check_content_type(&view)?;
     }
     Ok(Arc::new(principal))
+}
+
+/// How much of `/health` this caller sees: the upstreams only to one whose
+/// credential verifies, when `[auth]` is on. A missing, bad or doubled
+/// credential is no refusal here: it just sees less.
+pub(super) async fn health_detail(state: &HttpState, headers: &HeaderMap) -> HealthDetail {
+    let auth = state.gateway.auth();
+    let verified = match admission::credential(&HeaderView(headers)) {
+        Ok(Some(credential)) if auth.is_on() => auth.authenticate(Some(credential)).await.is_ok(),
+        _ => false,
+    };
+    health::health_detail(auth.is_on(), verified)
 }
 
 /// Header caps, the request target against `Host`, then the

@@ -158,7 +158,8 @@ async fn health(State(state): State<Arc<HttpState>>, uri: Uri, headers: HeaderMa
     if let Err(denied) = admission::check_transport(&state, &uri, &headers) {
         return state.refuse_early(denied);
     }
-    encode::json_response(StatusCode::OK, &state.gateway.health(), None)
+    let detail = admission::health_detail(&state, &headers).await;
+    encode::json_response(StatusCode::OK, &state.gateway.health(detail), None)
 }
 
 /// Serves only `GET /metrics`, without auth, on a listener of its own
