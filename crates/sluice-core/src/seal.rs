@@ -25,9 +25,9 @@ use sha2::Sha256;
 type HmacSha256 = Hmac<Sha256>;
 
 /// XChaCha20's nonce length.
-const NONCE_BYTES: usize = 24;
+pub(crate) const NONCE_BYTES: usize = 24;
 /// Poly1305's tag length.
-const TAG_BYTES: usize = 16;
+pub(crate) const TAG_BYTES: usize = 16;
 /// The longest token worth decoding: sluice makes none this long.
 const MAX_TOKEN_CHARS: usize = 16 * 1024;
 
@@ -90,21 +90,12 @@ impl SealKey {
         let synthetic = hmac(&self.nonce_key, &[plaintext.as_bytes()]);
         let mut nonce = [0; NONCE_BYTES];
         nonce.copy_from_slice(&synthetic[..NONCE_BYTES]);
-        let sealed = self
-            .cipher
-            .encrypt(
-                &XNonce::from(nonce),
-                Payload {
-                    msg: plaintext.as_bytes(),
-                    aad: self.domain.as_bytes(),
-                },
-            )
-            .unwrap_or_else(|_| {
-                unreachable!("XChaCha20-Poly1305 encrypts any payload sluice makes")
-            });
-        let mut wire = Vec::with_capacity(NONCE_BYTES + sealed.len());
-        wire.extend_from_slice(&nonce);
-        wire.extend(sealed);
+        let wire = encrypt(
+            &self.cipher,
+            nonce,
+            plaintext.as_bytes(),
+            self.domain.as_bytes(),
+        );
         format!("{}{}", self.prefix, URL_SAFE_NO_PAD.encode(wire))
     }
 
@@ -117,23 +108,49 @@ impl SealKey {
         let wire = URL_SAFE_NO_PAD
             .decode(body)
             .map_err(|_| SealError::Malformed)?;
-        if wire.len() < NONCE_BYTES + TAG_BYTES {
-            return Err(SealError::Malformed);
-        }
-        let (nonce, sealed) = wire.split_at(NONCE_BYTES);
-        let nonce: [u8; NONCE_BYTES] = nonce.try_into().map_err(|_| SealError::Malformed)?;
-        let plaintext = self
-            .cipher
-            .decrypt(
-                &XNonce::from(nonce),
-                Payload {
-                    msg: sealed,
-                    aad: self.domain.as_bytes(),
-                },
-            )
-            .map_err(|_| SealError::BadSeal)?;
+        let plaintext = decrypt(&self.cipher, &wire, self.domain.as_bytes())?;
         serde_json::from_slice(&plaintext).map_err(|_| SealError::Malformed)
     }
+}
+
+/// `nonce ‖ ciphertext ‖ tag` of `plaintext` under `cipher`, with `aad`
+/// authenticated alongside (the wire form of every sealed token; never
+/// reuse a nonce with one key for two plaintexts).
+pub(crate) fn encrypt(
+    cipher: &XChaCha20Poly1305,
+    nonce: [u8; NONCE_BYTES],
+    plaintext: &[u8],
+    aad: &[u8],
+) -> Vec<u8> {
+    let sealed = cipher
+        .encrypt(
+            &XNonce::from(nonce),
+            Payload {
+                msg: plaintext,
+                aad,
+            },
+        )
+        .unwrap_or_else(|_| unreachable!("XChaCha20-Poly1305 encrypts any payload sluice makes"));
+    let mut wire = Vec::with_capacity(NONCE_BYTES + sealed.len());
+    wire.extend_from_slice(&nonce);
+    wire.extend(sealed);
+    wire
+}
+
+/// The plaintext of what [`encrypt`] made with `cipher` and `aad`.
+pub(crate) fn decrypt(
+    cipher: &XChaCha20Poly1305,
+    wire: &[u8],
+    aad: &[u8],
+) -> Result<Vec<u8>, SealError> {
+    if wire.len() < NONCE_BYTES + TAG_BYTES {
+        return Err(SealError::Malformed);
+    }
+    let (nonce, sealed) = wire.split_at(NONCE_BYTES);
+    let nonce: [u8; NONCE_BYTES] = nonce.try_into().map_err(|_| SealError::Malformed)?;
+    cipher
+        .decrypt(&XNonce::from(nonce), Payload { msg: sealed, aad })
+        .map_err(|_| SealError::BadSeal)
 }
 
 /// A 32-byte secret from a configured passphrase (SHA-256 of it).

@@ -15,12 +15,14 @@
 
 use base64::Engine;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
-use chacha20poly1305::aead::{Aead, KeyInit, Payload};
-use chacha20poly1305::{XChaCha20Poly1305, XNonce};
+use chacha20poly1305::XChaCha20Poly1305;
+use chacha20poly1305::aead::KeyInit;
 use hmac::{Hmac, Mac};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use sha2::Sha256;
+
+use crate::seal::{self, SealError};
 
 /// The format this module writes and reads; also authenticated as
 /// associated data, so a future format is never misread as this one.
@@ -28,10 +30,9 @@ const FORMAT_VERSION: u8 = 1;
 /// Separates this key from every other use of the cursor secret.
 const KEY_DOMAIN: &[u8] = b"sluice session id v1";
 /// XChaCha20's nonce length.
-pub const AEAD_NONCE_BYTES: usize = 24;
+pub const AEAD_NONCE_BYTES: usize = seal::NONCE_BYTES;
 /// The random part of a session's identity.
 pub const SESSION_NONCE_BYTES: usize = 16;
-const TAG_BYTES: usize = 16;
 /// Capabilities larger than this (as JSON) are not carried: the id would
 /// outgrow the request header cap. Another replica then serves the session
 /// as if the client had declared none.
@@ -119,21 +120,13 @@ impl SessionKey {
         let mut plaintext = claims.session_nonce.to_vec();
         // Serializing owned strings, numbers and a `Value` cannot fail.
         plaintext.extend(serde_json::to_vec(&body).unwrap_or_default());
-        let nonce = XNonce::from(aead_nonce);
-        let sealed = self
-            .cipher
-            .encrypt(
-                &nonce,
-                Payload {
-                    msg: &plaintext,
-                    aad: &[FORMAT_VERSION],
-                },
-            )
-            .unwrap_or_else(|_| unreachable!("a plaintext this small always encrypts"));
-        let mut wire = Vec::with_capacity(1 + AEAD_NONCE_BYTES + sealed.len());
-        wire.push(FORMAT_VERSION);
-        wire.extend_from_slice(&aead_nonce);
-        wire.extend(sealed);
+        let mut wire = vec![FORMAT_VERSION];
+        wire.extend(seal::encrypt(
+            &self.cipher,
+            aead_nonce,
+            &plaintext,
+            &[FORMAT_VERSION],
+        ));
         URL_SAFE_NO_PAD.encode(wire)
     }
 
@@ -145,23 +138,15 @@ impl SessionKey {
         let wire = URL_SAFE_NO_PAD
             .decode(token)
             .map_err(|_| SessionTokenError::Malformed)?;
-        let min = 1 + AEAD_NONCE_BYTES + SESSION_NONCE_BYTES + TAG_BYTES;
+        let min = 1 + AEAD_NONCE_BYTES + SESSION_NONCE_BYTES + seal::TAG_BYTES;
         if wire.len() < min || wire[0] != FORMAT_VERSION {
             return Err(SessionTokenError::Malformed);
         }
-        let (nonce, sealed) = wire[1..].split_at(AEAD_NONCE_BYTES);
-        let nonce: [u8; AEAD_NONCE_BYTES] =
-            nonce.try_into().map_err(|_| SessionTokenError::Malformed)?;
-        let plaintext = self
-            .cipher
-            .decrypt(
-                &XNonce::from(nonce),
-                Payload {
-                    msg: sealed,
-                    aad: &[FORMAT_VERSION],
-                },
-            )
-            .map_err(|_| SessionTokenError::BadSeal)?;
+        let plaintext =
+            seal::decrypt(&self.cipher, &wire[1..], &[FORMAT_VERSION]).map_err(|e| match e {
+                SealError::Malformed => SessionTokenError::Malformed,
+                SealError::BadSeal => SessionTokenError::BadSeal,
+            })?;
         let (session_nonce, body) = plaintext.split_at(SESSION_NONCE_BYTES);
         // Authentic yet unreadable: sealed by a build with another layout.
         let body: Body = serde_json::from_slice(body).map_err(|_| SessionTokenError::Malformed)?;
