@@ -39,9 +39,10 @@ pub struct AuditCommand {
     /// Rows a page, 1 to 200 (default 20).
     #[arg(long, value_name = "N")]
     limit: Option<usize>,
-    /// The `nextCursor` of the page before (same filters).
-    #[arg(long, value_name = "CURSOR")]
-    cursor: Option<String>,
+    /// The `nextCursor` of the page before (same filters). A sealed cursor
+    /// is base64url and may begin with `-`, so hyphen values are accepted.
+    #[arg(long, value_name = "CURSOR", allow_hyphen_values = true)]
+    pub(crate) cursor: Option<String>,
     /// Print the page as JSON: `{items, nextCursor?, isCapped?}`, the
     /// envelope of sluice's own lists.
     #[arg(long)]

@@ -799,7 +799,23 @@ async fn signal() {
 mod tests {
     use std::ffi::OsStr;
 
-    use super::Color;
+    use clap::Parser;
+
+    use super::{Cli, Color, Command};
+
+    #[test]
+    fn a_cursor_that_begins_with_a_hyphen_is_a_value_not_a_flag() {
+        // Sealed cursors are base64url: about one in 32 begins with `-`.
+        let cli = Cli::try_parse_from(["sluice", "audit", "--cursor", "-Xab_c", "--json"]);
+        let Ok(Cli {
+            command: Command::Audit(audit),
+            ..
+        }) = cli
+        else {
+            panic!("`--cursor -Xab_c` did not parse as audit");
+        };
+        assert_eq!(audit.cursor.as_deref(), Some("-Xab_c"));
+    }
 
     #[test]
     fn no_color_turns_auto_off_and_a_flag_wins() {
