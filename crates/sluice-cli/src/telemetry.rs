@@ -34,8 +34,9 @@ pub async fn start_metrics(config: &Config) -> anyhow::Result<()> {
         );
     }
     eprintln!("sluice metrics on http://{local}/metrics");
+    let limits = config.server.connections;
     tokio::spawn(async move {
-        if let Err(e) = sluice_gateway::downstream::http::serve_metrics(listener).await {
+        if let Err(e) = sluice_gateway::downstream::http::serve_metrics(listener, limits).await {
             tracing::warn!("the metrics listener ended with an error: {e}");
         }
     });

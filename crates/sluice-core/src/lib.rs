@@ -17,6 +17,8 @@
 //!   may pause for input).
 //! - [`protocol`]: the two protocol eras, version negotiation and the shaping
 //!   of results for the era of the client that reads them.
+//! - [`connection`]: the HTTP listener's client connections: how many, how
+//!   many from one client, how long one may idle or take over a head.
 //! - [`policy`]: the decisions on each request, and [`policy::Denied`],
 //!   every refusal as one type converted once at each transport's edge.
 //! - [`config`]: `sluice.toml` and `mcp.json`, validated with one diagnostic
@@ -82,6 +84,7 @@ pub mod canonical;
 pub mod catalog;
 pub mod client_config;
 pub mod config;
+pub mod connection;
 pub mod discovery;
 pub mod doctor;
 pub mod elicitation;

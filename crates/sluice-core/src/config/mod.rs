@@ -48,6 +48,7 @@ use crate::naming;
 
 mod boundary;
 mod catalog;
+mod connections;
 mod diagnostics;
 mod mcp_json;
 mod ops;

@@ -55,6 +55,8 @@ pub(super) struct RawServer {
     pub(super) startup_timeout: Option<Spanned<String>>,
     pub(super) shutdown_grace: Option<Spanned<String>>,
     pub(super) allowed_origins: Option<Vec<Spanned<String>>>,
+    #[serde(default)]
+    pub(super) connections: super::connections::RawConnections,
 }
 
 /// One `[[upstream]]`.

@@ -7,10 +7,12 @@ use super::Config;
 /// The keys a running sluice cannot change: the listener is bound, the
 /// session reaper's period is set, the cursor secret seals cursors clients
 /// hold, the lockfile's path is what is watched, and the transport ceiling
-/// sized the readers made at start.
-pub const RESTART_ONLY: [&str; 14] = [
+/// sized the readers made at start, and the connection bounds are the
+/// accept loop's.
+pub const RESTART_ONLY: [&str; 15] = [
     "server.listen",
     "server.session_idle_timeout",
+    "server.connections",
     "limits.transport_max_message_bytes",
     "catalog.lockfile",
     "state.dir",
@@ -73,6 +75,11 @@ pub fn plan(running: &Config, mut new: Config) -> Plan {
         new.server.session_idle_timeout != running.server.session_idle_timeout,
     );
     new.server.session_idle_timeout = running.server.session_idle_timeout;
+    keep(
+        "server.connections",
+        new.server.connections != running.server.connections,
+    );
+    new.server.connections = running.server.connections;
     keep(
         "limits.transport_max_message_bytes",
         new.limits.transport_max_message_bytes != running.limits.transport_max_message_bytes,
@@ -206,6 +213,7 @@ mod tests {
         let running = config(A);
         let new = config(&format!(
             "[server]\nlisten = \"127.0.0.1:9999\"\nrequest_timeout = \"7s\"\nsession_idle_timeout = \"5m\"\n\
+             [server.connections]\nmax = 7\n\
              [limits]\ntransport_max_message_bytes = 33554432\n\
              [catalog]\nlockfile = \"other.lock\"\n\
              [state]\ndir = \"elsewhere\"\ncursor_secret = \"0123456789abcdef0123456789abcdef\"\n\
@@ -220,6 +228,7 @@ mod tests {
             plan.config.server.session_idle_timeout,
             running.server.session_idle_timeout
         );
+        assert_eq!(plan.config.server.connections, running.server.connections);
         assert_eq!(
             plan.config.limits.transport_max_message_bytes,
             running.limits.transport_max_message_bytes

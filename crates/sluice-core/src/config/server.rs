@@ -7,9 +7,11 @@ use std::time::Duration;
 
 use toml::Spanned;
 
+use super::connections::validate_connections;
 use super::diagnostics::Diagnostics;
 use super::raw::RawServer;
 use super::security::{AllowedOrigin, AuthConfig, AuthMode, default_origins, validate_origins};
+use crate::connection::ConnectionLimits;
 use crate::naming;
 
 /// The default HTTP listen address (loopback only).
@@ -46,6 +48,8 @@ pub struct ServerConfig {
     /// `allowed_origins`: the browser origins that may call sluice (a
     /// present `Origin` outside them gets 403). Default: localhost.
     pub allowed_origins: Vec<AllowedOrigin>,
+    /// `[server.connections]`: the bounds on client connections.
+    pub connections: ConnectionLimits,
 }
 
 impl Default for ServerConfig {
@@ -60,6 +64,7 @@ impl Default for ServerConfig {
             startup_timeout: Duration::from_secs(30),
             shutdown_grace: Duration::from_secs(5),
             allowed_origins: default_origins(),
+            connections: ConnectionLimits::default(),
         }
     }
 }
@@ -112,6 +117,7 @@ pub(super) fn validate_server(
         (1, 100_000),
     );
     let allowed_origins = validate_origins(&raw.allowed_origins, diags);
+    let connections = validate_connections(&raw.connections, diags);
     Some(ServerConfig {
         listen: listen?,
         separator: separator?,
@@ -122,6 +128,7 @@ pub(super) fn validate_server(
         startup_timeout: startup_timeout?,
         shutdown_grace: shutdown_grace?,
         allowed_origins: allowed_origins?,
+        connections: connections?,
     })
 }
 

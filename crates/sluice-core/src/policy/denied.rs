@@ -66,6 +66,8 @@ pub mod status {
     pub const FORBIDDEN: u16 = 403;
     /// Unknown session, or (2026-07-28) unknown method.
     pub const NOT_FOUND: u16 = 404;
+    /// A request body that did not arrive in time.
+    pub const REQUEST_TIMEOUT: u16 = 408;
     /// A POST whose body is not declared as JSON.
     pub const UNSUPPORTED_MEDIA_TYPE: u16 = 415;
     /// A request whose target names another host.
@@ -186,6 +188,10 @@ pub enum Denied {
     /// request's `Host`.
     #[error("Misdirected Request: the request target names another host than Host")]
     Misdirected,
+    /// A request body not received within `body_read_timeout` of its
+    /// head (a client that trickles a body holds a connection).
+    #[error("Request Timeout: the body did not arrive within {}s", .0.as_secs())]
+    SlowBody(Duration),
     /// A POST whose `Content-Type` is not `application/json`.
     #[error("Unsupported Media Type: send the message with Content-Type: application/json")]
     UnsupportedMediaType,
@@ -407,6 +413,7 @@ impl Denied {
             | Denied::Forbidden(_)
             | Denied::MalformedRequest(_)
             | Denied::Misdirected
+            | Denied::SlowBody(_)
             | Denied::UnsupportedMediaType
             | Denied::Unauthorized(_)
             | Denied::TokenLacksScopes(_)
@@ -460,6 +467,7 @@ impl Denied {
             | Denied::ResponseWithoutSession
             | Denied::MalformedRequest(_) => status::BAD_REQUEST,
             Denied::UnsupportedMediaType => status::UNSUPPORTED_MEDIA_TYPE,
+            Denied::SlowBody(_) => status::REQUEST_TIMEOUT,
             Denied::Misdirected => status::MISDIRECTED_REQUEST,
             Denied::HeadersTooLarge { .. } => status::HEADER_FIELDS_TOO_LARGE,
             Denied::Unauthorized(_) => status::UNAUTHORIZED,

@@ -166,6 +166,13 @@ fn the_refusal_table() {
         ),
         (Denied::Misdirected, -32600, 421, 421, Decision::Invalid),
         (
+            Denied::SlowBody(Duration::from_secs(30)),
+            -32600,
+            408,
+            408,
+            Decision::Invalid,
+        ),
+        (
             Denied::UnsupportedMediaType,
             -32600,
             415,

@@ -7,6 +7,7 @@ use std::sync::{Arc, OnceLock};
 use axum::Extension;
 use axum::body::Bytes;
 use axum::extract::State;
+use axum::extract::rejection::BytesRejection;
 use axum::http::{HeaderMap, HeaderValue, StatusCode, Uri};
 use axum::response::{IntoResponse, Response};
 use futures::{StreamExt, stream};
@@ -27,6 +28,7 @@ use tokio_util::sync::CancellationToken;
 use super::HttpState;
 use super::admission::HeaderView;
 use super::encode;
+use super::listener;
 use crate::client::{ClientLink, ClientSession, RequestCtx};
 use crate::downstream::stdio::envelope_message;
 use crate::gateway::Gateway;
@@ -37,11 +39,20 @@ pub(super) async fn post_mcp(
     Extension(principal): Extension<Arc<Principal>>,
     uri: Uri,
     headers: HeaderMap,
-    body: Bytes,
+    body: Result<Bytes, BytesRejection>,
 ) -> Response {
     let view = match served_view(&state, &uri) {
         Ok(view) => view,
         Err(status) => return status.into_response(),
+    };
+    let body = match body {
+        Ok(body) => body,
+        Err(rejection) => {
+            return match listener::slow_body(&rejection) {
+                Some(denied) => state.refuse_early(denied),
+                None => rejection.into_response(),
+            };
+        }
     };
     let message = match Message::parse(&body) {
         None => return state.refuse_early(Denied::ParseError),

@@ -31,6 +31,8 @@
 //! The rules are the core's ([`sluice_core::policy::admission`]); here they
 //! meet the wire:
 //!
+//! - `listener`: the accept loop: the connection caps and the head, idle
+//!   and body timeouts of [`sluice_core::connection`].
 //! - `admission`: the layer before any body is read (the core's header
 //!   rules over the request's `HeaderMap`, then `[auth]`).
 //! - `sessions`: the legacy session table: take-up of sealed ids, ended
@@ -43,9 +45,9 @@
 mod admission;
 mod dispatch;
 mod encode;
+mod listener;
 mod sessions;
 
-use std::net::SocketAddr;
 use std::sync::Arc;
 
 use axum::Router;
@@ -124,11 +126,8 @@ pub async fn serve(gateway: Arc<Gateway>, listener: TcpListener) -> std::io::Res
     }
     let app = app.with_state(Arc::clone(&state));
     let shutdown_state = Arc::clone(&state);
-    axum::serve(
-        listener,
-        app.into_make_service_with_connect_info::<SocketAddr>(),
-    )
-    .with_graceful_shutdown(async move {
+    let limits = gateway.live().config.server.connections;
+    listener::serve(listener, app, limits, async move {
         shutdown_state.gateway.shutting_down().await;
         // Dropping the sessions ends their GET streams, so the server
         // can drain.
@@ -163,10 +162,13 @@ async fn health(State(state): State<Arc<HttpState>>, uri: Uri, headers: HeaderMa
 }
 
 /// Serves only `GET /metrics`, without auth, on a listener of its own
-/// (`[metrics] listen`).
-pub async fn serve_metrics(listener: TcpListener) -> std::io::Result<()> {
+/// (`[metrics] listen`), under the same connection bounds as `/mcp`.
+pub async fn serve_metrics(
+    listener: TcpListener,
+    limits: sluice_core::connection::ConnectionLimits,
+) -> std::io::Result<()> {
     let app = Router::new().route(METRICS_PATH, get(render_metrics));
-    axum::serve(listener, app).await
+    listener::serve(listener, app, limits, std::future::pending()).await
 }
 
 /// The Prometheus text exposition of the process's metrics.
