@@ -283,6 +283,52 @@ async fn completions_prompts_and_reads_are_rate_limited_like_calls() {
     assert_eq!(first_text(&call), "still", "{call}");
 }
 
+#[tokio::test(flavor = "multi_thread")]
+async fn list_pages_and_meta_tools_are_rate_limited_like_calls() {
+    let mut s = StdioSluice::start(&format!(
+        "[ratelimit]\ndefault = \"2/h\"\n{}",
+        fixture_upstream("fx", &[])
+    ))
+    .await;
+    s.initialize(json!({})).await;
+    for id in 2..4 {
+        let page = s.request(id, "tools/list", json!({})).await;
+        assert_eq!(names(&page, "tools").len(), FIXED_TOOLS.len(), "{page}");
+    }
+    let limited = s.request(4, "tools/list", json!({})).await;
+    assert_eq!(limited["error"]["code"], -32011, "{limited}");
+    assert!(
+        limited["error"]["message"]
+            .as_str()
+            .unwrap()
+            .starts_with("rate limited: too many calls of \"tools/list\""),
+        "{limited}"
+    );
+    // Another list, and a tool call, have allowances of their own.
+    let prompts = s.request(5, "prompts/list", json!({})).await;
+    assert!(prompts["result"]["prompts"].is_array(), "{prompts}");
+    let call = s.call(6, "fx__echo", json!({"text": "still"})).await;
+    assert_eq!(first_text(&call), "still", "{call}");
+    s.finish().await;
+
+    // Progressive mode: the meta-tools count as calls of their own.
+    let mut s = StdioSluice::start(&format!(
+        "[catalog]\nmode = \"progressive\"\n[ratelimit]\ndefault = \"2/h\"\n{}",
+        fixture_upstream("fx", &[])
+    ))
+    .await;
+    s.initialize(json!({})).await;
+    for id in 2..4 {
+        let listed = s.call(id, "sluice_list_tools", json!({})).await;
+        assert!(
+            listed["result"]["structuredContent"]["items"].is_array(),
+            "{listed}"
+        );
+    }
+    let limited = s.call(4, "sluice_list_tools", json!({})).await;
+    assert_eq!(limited["error"]["code"], -32011, "{limited}");
+}
+
 /// A TCP listener that counts the connections it accepts.
 async fn counting_listener() -> (u16, Arc<AtomicUsize>) {
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();

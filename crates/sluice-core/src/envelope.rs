@@ -170,20 +170,22 @@ fn filter_digest(filter: &Value) -> String {
     digest.chars().skip("sha256:".len()).take(16).collect()
 }
 
-/// Where a page starts in `keys` (each row's key, in list order) when it
-/// resumes after `position`: right after the row it names, found where it
-/// was or, if rows moved, by its key; past the end when it is gone and the
-/// offset is too.
-pub fn resume_at(keys: &[&str], position: &Position) -> usize {
-    let expected = position.offset.checked_sub(1);
-    if let Some(i) = expected
-        && keys.get(i) == Some(&position.last_key.as_str())
+/// Where a page starts in a list of `len` rows (`key(i)`: row i's key)
+/// when it resumes after `position`: right after the row it names, found
+/// where it was (one comparison, so that a page costs what the page holds,
+/// whatever the list's length) or, if rows moved, by its key; past the end
+/// when it is gone and the offset is too.
+pub fn resume_at<'k>(len: usize, key: impl Fn(usize) -> &'k str, position: &Position) -> usize {
+    let last = position.last_key.as_str();
+    if let Some(i) = position.offset.checked_sub(1)
+        && i < len
+        && key(i) == last
     {
         return position.offset;
     }
-    match keys.iter().position(|k| *k == position.last_key) {
+    match (0..len).find(|&i| key(i) == last) {
         Some(i) => i + 1,
-        None => position.offset.min(keys.len()),
+        None => position.offset.min(len),
     }
 }
 
@@ -302,7 +304,7 @@ mod tests {
                 None => return (names, pages),
                 Some(c) => {
                     let pos = cursors.open(&c, "test", &filter, 1).expect("own cursor");
-                    start = resume_at(&keys, &pos);
+                    start = resume_at(keys.len(), |i| keys[i], &pos);
                 }
             }
         }
@@ -410,11 +412,14 @@ mod tests {
             offset: 2,
             last_key: "b".into(),
         };
-        assert_eq!(resume_at(&keys, &pos), 2);
+        let at = |keys: &[&'static str]| resume_at(keys.len(), |i| keys[i], &pos);
+        assert_eq!(at(&keys), 2);
         // A row was added before: "b" is now third.
-        assert_eq!(resume_at(&["z", "a", "b", "c"], &pos), 3);
+        assert_eq!(at(&["z", "a", "b", "c"]), 3);
         // "b" is gone: resume at the same offset.
-        assert_eq!(resume_at(&["a", "c", "d"], &pos), 2);
+        assert_eq!(at(&["a", "c", "d"]), 2);
+        // The list shrank under the offset.
+        assert_eq!(at(&["a"]), 1);
     }
 
     proptest! {

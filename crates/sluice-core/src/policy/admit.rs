@@ -98,6 +98,15 @@ pub fn method_rate(
     (scope, (principal.key(), format!("{upstream} {method}")))
 }
 
+/// What a page of a list sluice serves from its catalog counts against
+/// (`tools/list` and the other MCP lists, and the listing meta-tools of
+/// progressive mode): the default rate, with an allowance per principal
+/// and list. A page costs sluice what the page holds, but a flood of them
+/// is still a flood, limited like calls (S-24).
+pub fn list_rate(principal: &Principal, list: &str) -> (RateScope, (String, String)) {
+    (RateScope::Default, (principal.key(), list.to_owned()))
+}
+
 #[cfg(test)]
 mod tests {
     use std::collections::BTreeSet;
@@ -187,6 +196,16 @@ mod tests {
         assert_ne!(key, rate_key(&alice, "git__push"));
         let (scope, _) = method_rate(&config, &alice, "time", "prompts/get");
         assert_eq!(scope, RateScope::Default);
+        // Lists: the default rate, an allowance per list apart from calls'.
+        let (scope, key) = list_rate(&alice, "tools/list");
+        assert_eq!(scope, RateScope::Default);
+        assert_eq!(key, (alice.key(), "tools/list".to_owned()));
+        assert_ne!(list_rate(&alice, "prompts/list").1, key);
+        let bob = Principal {
+            name: "bob".into(),
+            ..principal(&[])
+        };
+        assert_ne!(list_rate(&bob, "tools/list").1, key);
     }
 
     #[test]

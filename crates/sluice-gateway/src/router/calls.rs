@@ -26,6 +26,7 @@ impl Gateway {
             route::ToolCall::Tool => {}
             route::ToolCall::Direct(inner) => params = inner,
             route::ToolCall::Meta { name, arguments } => {
+                self.admit_list(ctx, snap, &name).await?;
                 return self.meta_call(snap, &name, &arguments);
             }
         }
@@ -169,6 +170,21 @@ impl Gateway {
         let name = method.name().unwrap_or_default();
         let (scope, key) = admit::method_rate(&snap.live.config, &ctx.principal, upstream, name);
         spend_rate(ctx, snap, scope, (upstream, ""), key, name).await
+    }
+}
+
+impl Gateway {
+    /// A page of a list sluice serves itself (an MCP list), or a call of a
+    /// meta-tool (which lists or describes what sluice holds): spends the
+    /// caller's allowance for that list or meta-tool.
+    pub(super) async fn admit_list(
+        &self,
+        ctx: &RequestCtx,
+        snap: &Snapshot,
+        list: &str,
+    ) -> Result<(), Denied> {
+        let (scope, key) = admit::list_rate(&ctx.principal, list);
+        spend_rate(ctx, snap, scope, ("", ""), key, list).await
     }
 }
 

@@ -16,10 +16,13 @@ use sluice_core::progressive::{self, DESCRIBE_TOOL, LIST_SERVERS, LIST_TOOLS};
 use crate::bridge::now_ms;
 use crate::gateway::{Gateway, Snapshot};
 
-/// The rows of one list: what identifies each, in list order, and how to
-/// build the row at an index (only the rows of the page are built).
-struct Rows<F> {
-    keys: Vec<String>,
+/// The rows of one list: how many, what identifies the row at an index,
+/// and how to build it. Only the page's rows are built and only the keys a
+/// cursor names are read, so a page costs what it holds, not what the list
+/// does.
+struct Rows<'k, K: Fn(usize) -> &'k str, F: Fn(usize) -> Value> {
+    len: usize,
+    key: K,
     row: F,
 }
 
@@ -33,20 +36,14 @@ impl Gateway {
         params: &Value,
     ) -> Result<Value, Denied> {
         let catalog = &snap.live.config.catalog;
-        let rows = if kind == ListKind::Tools && catalog.mode == CatalogMode::Progressive {
-            progressive::meta_tools()
+        let meta_tools;
+        let rows: &[Value] = if kind == ListKind::Tools && catalog.mode == CatalogMode::Progressive
+        {
+            meta_tools = progressive::meta_tools();
+            &meta_tools
         } else {
-            snap.federation.list(kind).to_vec()
+            snap.federation.list(kind)
         };
-        let keys = rows
-            .iter()
-            .map(|r| {
-                r.get(kind.key())
-                    .and_then(Value::as_str)
-                    .unwrap_or_default()
-                    .to_owned()
-            })
-            .collect();
         let shape = Shape {
             field: kind.field(),
             capped_flag: false,
@@ -55,7 +52,13 @@ impl Gateway {
             kind.method(),
             &json!({}),
             Rows {
-                keys,
+                len: rows.len(),
+                key: |i: usize| {
+                    rows[i]
+                        .get(kind.key())
+                        .and_then(Value::as_str)
+                        .unwrap_or_default()
+                },
                 row: |i: usize| rows[i].clone(),
             },
             params.get("cursor"),
@@ -94,12 +97,12 @@ impl Gateway {
             .iter()
             .map(|u| (u.name().to_owned(), u.status()))
             .collect();
-        let keys = statuses.iter().map(|(name, _)| name.clone()).collect();
         self.page(
             LIST_SERVERS,
             &json!({}),
             Rows {
-                keys,
+                len: statuses.len(),
+                key: |i: usize| statuses[i].0.as_str(),
                 row: |i: usize| {
                     let (name, status) = &statuses[i];
                     let status = health::shown(status, &snap.live.redactor);
@@ -130,12 +133,12 @@ impl Gateway {
                 matching.push((name.to_owned(), tool, route));
             }
         }
-        let keys = matching.iter().map(|(name, _, _)| name.clone()).collect();
         self.page(
             LIST_TOOLS,
             &filter,
             Rows {
-                keys,
+                len: matching.len(),
+                key: |i: usize| matching[i].0.as_str(),
                 row: |i: usize| {
                     let (_, tool, route) = &matching[i];
                     let read_only = is_read_only(snap, &route.upstream, &route.name, Some(tool));
@@ -183,35 +186,30 @@ impl Gateway {
     /// Pages `rows`: from the start, or after the position a valid cursor
     /// names.
     #[allow(clippy::too_many_arguments)]
-    fn page<F: Fn(usize) -> Value>(
+    fn page<'k, K: Fn(usize) -> &'k str, F: Fn(usize) -> Value>(
         &self,
         surface: &str,
         filter: &Value,
-        rows: Rows<F>,
+        rows: Rows<'k, K, F>,
         cursor: Option<&Value>,
         limit: usize,
         max_bytes: usize,
         shape: Shape,
     ) -> Result<Value, Denied> {
         let now = now_ms();
-        let keys: Vec<&str> = rows.keys.iter().map(String::as_str).collect();
         let start = match cursor {
             None | Some(Value::Null) => 0,
             Some(token) => {
                 let position = self.cursors.open(token, surface, filter, now)?;
-                resume_at(&keys, &position)
+                resume_at(rows.len, &rows.key, &position)
             }
         };
-        let end = keys.len().min(start.saturating_add(limit));
+        let end = rows.len.min(start.saturating_add(limit));
         let window: Vec<Value> = (start..end).map(&rows.row).collect();
-        let page = build_page(&window, end < keys.len(), max_bytes, shape, |n| {
+        let page = build_page(&window, end < rows.len, max_bytes, shape, |n| {
             let position = Position {
                 offset: start + n,
-                last_key: keys
-                    .get(start + n - 1)
-                    .copied()
-                    .unwrap_or_default()
-                    .to_owned(),
+                last_key: (rows.key)(start + n - 1).to_owned(),
             };
             self.cursors.issue(surface, filter, &position, now)
         });

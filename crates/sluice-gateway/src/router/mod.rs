@@ -211,7 +211,10 @@ impl Gateway {
             Method::Complete => self.complete(ctx, &snap, params).await,
             Method::SetLogLevel => self.set_log_level(ctx, &snap, params).await,
             Method::Listen if ctx.era == Era::Modern => self.listen(ctx, params).await,
-            Method::List(kind) => self.list(&snap, kind, &params),
+            Method::List(kind) => {
+                self.admit_list(ctx, &snap, kind.method()).await?;
+                self.list(&snap, kind, &params)
+            }
             Method::Initialize | Method::Listen | Method::Other => {
                 Err(Denied::MethodNotFound(name.to_owned()))
             }
