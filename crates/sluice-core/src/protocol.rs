@@ -333,6 +333,39 @@ pub fn judge_probe(outcome: &Result<Value, RpcError>) -> ProbeVerdict {
     }
 }
 
+/// The most bytes (compact JSON) of a client's declared capabilities a
+/// session keeps whole. Also what a sealed session id carries.
+pub const MAX_CLIENT_CAPABILITIES_BYTES: usize = 4096;
+
+/// The capabilities a client may declare that sluice acts on or passes on.
+const KNOWN_CLIENT_CAPABILITIES: [&str; 5] =
+    ["roots", "sampling", "elicitation", "tasks", "extensions"];
+
+/// What a session keeps of the capabilities a client declared: all of
+/// them when they are small (every client seen), else only the known ones,
+/// each with its details only if they are small too. A session lives long,
+/// so what it holds must not scale with what a client chose to send:
+/// 4 MiB of `experimental` in each of many `initialize`s is held as `{}`.
+pub fn retained_capabilities(declared: Value) -> Value {
+    let limit = MAX_CLIENT_CAPABILITIES_BYTES;
+    if crate::boundary::budget::measure(&declared, limit) <= limit {
+        return declared;
+    }
+    let Value::Object(declared) = declared else {
+        return json!({});
+    };
+    let each = limit / (2 * KNOWN_CLIENT_CAPABILITIES.len());
+    let kept: Map<String, Value> = declared
+        .into_iter()
+        .filter(|(key, _)| KNOWN_CLIENT_CAPABILITIES.contains(&key.as_str()))
+        .map(|(key, value)| {
+            let small = value.is_object() && crate::boundary::budget::measure(&value, each) <= each;
+            (key, if small { value } else { json!({}) })
+        })
+        .collect();
+    Value::Object(kept)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -475,5 +508,28 @@ mod tests {
         let e = RpcError::new(-32002, "Resource not found");
         assert_eq!(shape_error(Era::Modern, e.clone()).code, -32602);
         assert_eq!(shape_error(Era::Legacy, e).code, -32002);
+    }
+
+    #[test]
+    fn a_session_keeps_small_capabilities_whole_and_bounds_big_ones() {
+        let small =
+            json!({"roots": {"listChanged": true}, "sampling": {}, "experimental": {"x": 1}});
+        assert_eq!(retained_capabilities(small.clone()), small);
+        let big = json!({
+            "experimental": {"blob": "x".repeat(4 << 20)},
+            "elicitation": {"form": {}, "url": {}},
+            "sampling": {"padding": "y".repeat(100_000)},
+            "roots": {"listChanged": true},
+            "unknown": {},
+        });
+        let kept = retained_capabilities(big);
+        assert_eq!(
+            kept,
+            json!({"elicitation": {"form": {}, "url": {}}, "sampling": {}, "roots": {"listChanged": true}})
+        );
+        assert!(
+            serde_json::to_string(&kept).map_or(0, |t| t.len()) <= MAX_CLIENT_CAPABILITIES_BYTES
+        );
+        assert_eq!(retained_capabilities(json!("x".repeat(5000))), json!({}));
     }
 }

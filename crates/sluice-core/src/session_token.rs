@@ -35,8 +35,9 @@ pub const AEAD_NONCE_BYTES: usize = seal::NONCE_BYTES;
 pub const SESSION_NONCE_BYTES: usize = 16;
 /// Capabilities larger than this (as JSON) are not carried: the id would
 /// outgrow the request header cap. Another replica then serves the session
-/// as if the client had declared none.
-pub const MAX_CARRIED_CAPABILITIES_BYTES: usize = 4096;
+/// as if the client had declared none. A session holds no more than this
+/// anyway ([`crate::protocol::retained_capabilities`]).
+pub const MAX_CARRIED_CAPABILITIES_BYTES: usize = crate::protocol::MAX_CLIENT_CAPABILITIES_BYTES;
 /// The longest id worth decoding: anything longer was not made here.
 const MAX_TOKEN_CHARS: usize = 8192;
 

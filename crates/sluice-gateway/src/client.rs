@@ -91,7 +91,8 @@ pub struct ClientSession {
     pub protocol_version: String,
     /// Who opened it: only the same principal may use it (S-18).
     pub principal: Arc<Principal>,
-    /// The capabilities declared at `initialize`.
+    /// The capabilities declared at `initialize`, bounded
+    /// ([`sluice_core::protocol::retained_capabilities`]).
     pub client_capabilities: Value,
     /// The `[[view]]` it was opened through: its stream hears that view's
     /// `list_changed` only (`None`: the whole federation's).
@@ -203,7 +204,7 @@ impl ClientSession {
         Arc::new(ClientSession {
             protocol_version,
             principal,
-            client_capabilities,
+            client_capabilities: sluice_core::protocol::retained_capabilities(client_capabilities),
             view,
             answers: Arc::new(Pending::default()),
             subscriptions: Mutex::new(HashMap::new()),
