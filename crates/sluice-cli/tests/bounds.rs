@@ -39,7 +39,7 @@ async fn sessions_do_not_hold_what_initialize_declared_beyond_what_they_use() {
     let s = HttpSluice::start(&fixture_upstream("fx", &[])).await;
     let pid = s.child.id().unwrap();
     let mut sessions = Vec::new();
-    let mut open = |id| {
+    let open = |id| {
         let s = &s;
         async move {
             let resp = s.post(&fat_initialize(id, PADDING), &[]).await;
