@@ -33,10 +33,18 @@ pub(super) fn read(text: &str, diags: &mut Diagnostics<'_>) -> Option<RawConfig>
     // serde finds problems in its own order; they are reported in the
     // file's.
     let mut found = Vec::new();
-    let raw = deserialize_around_problems(&mut doc, &mut found);
+    let mut stopped = false;
+    let raw = deserialize_around_problems(&mut doc, &mut found, &mut stopped);
     found.sort_by_key(|(span, _, _)| span.as_ref().map(|s| s.start));
     for (span, key, message) in found {
         diags.push(span, &key, message);
+    }
+    if stopped {
+        diags.push(
+            None,
+            "",
+            format!("stopped after {MAX_PROBLEMS} problems: fix these and check again"),
+        );
     }
     raw
 }
@@ -44,11 +52,17 @@ pub(super) fn read(text: &str, diags: &mut Diagnostics<'_>) -> Option<RawConfig>
 /// One problem: where, its key path, what is wrong.
 type Found = (Option<Range<usize>>, String, String);
 
+/// The most problems reported in one pass. Each costs a deserialization of
+/// the whole document, so a file of thousands of bad keys would cost
+/// thousands of passes; twenty is more than anyone fixes at once.
+const MAX_PROBLEMS: usize = 20;
+
 /// Deserializes `doc`, taking out each entry at fault and trying again,
 /// until serde takes the rest or a problem cannot be stepped over.
 fn deserialize_around_problems(
     doc: &mut Spanned<DeTable<'_>>,
     found: &mut Vec<Found>,
+    stopped: &mut bool,
 ) -> Option<RawConfig> {
     // Each round takes one entry out, so this ends; the bound is a guard.
     for _ in 0..=entries(doc.get_ref()) {
@@ -56,6 +70,10 @@ fn deserialize_around_problems(
             Ok(raw) => return Some(raw),
             Err(e) => e,
         };
+        if found.len() == MAX_PROBLEMS {
+            *stopped = true;
+            return None;
+        }
         let span = e.span();
         let path = span
             .as_ref()
@@ -401,6 +419,21 @@ mode = \"eager\"
         assert!(
             e[0].starts_with("sluice.toml:2:1: server.whatever: unknown key (allowed: listen,"),
             "{e:?}"
+        );
+    }
+
+    #[test]
+    fn a_file_of_many_bad_keys_reports_twenty_and_says_it_stopped() {
+        let text: String = (0..200).map(|i| format!("bad_{i} = 1\n")).collect();
+        let e = crate::config::testing::errors(&text);
+        assert_eq!(e.len(), super::MAX_PROBLEMS + 1, "{e:?}");
+        assert!(
+            e[0].starts_with("sluice.toml:1:1: bad_0: unknown key"),
+            "{e:?}"
+        );
+        assert_eq!(
+            e[super::MAX_PROBLEMS],
+            "sluice.toml: stopped after 20 problems: fix these and check again"
         );
     }
 }
