@@ -30,19 +30,21 @@
 //! and encoded again when it held a secret.
 //!
 //! All of it is compiled once ([`Redactor::new`]) into one case-insensitive
-//! Aho-Corasick pass ([`engine`]): ordinary text costs one linear scan.
+//! Aho-Corasick pass ([`engine`], stepped by [`pass`]): ordinary text costs
+//! one linear scan, with no allocation and no copy.
 
 pub mod context;
 pub mod encodings;
 mod engine;
+mod pass;
 pub mod rules;
 
-use aho_corasick::AhoCorasick;
 use serde_json::Value;
 
 pub use context::DEFAULT_SECRET_KEYS;
 use context::{key_names_secret, words};
 use engine::{Found, Kind, Scanner};
+use pass::Pass;
 
 /// What replaces a secret.
 pub const REDACTED: &str = "[redacted]";
@@ -74,7 +76,7 @@ pub struct Redactor {
     keys: Vec<Vec<String>>,
     /// Every word of every secret key: a key containing none of them is
     /// not secret (checked without allocating).
-    key_words: Option<AhoCorasick>,
+    key_words: Option<Pass>,
 }
 
 // === impl Redactions ===
@@ -112,14 +114,7 @@ impl Redactor {
         let mut all_words: Vec<&str> = keys.iter().flatten().map(String::as_str).collect();
         all_words.sort_unstable();
         all_words.dedup();
-        let key_words = (!all_words.is_empty())
-            .then(|| {
-                AhoCorasick::builder()
-                    .ascii_case_insensitive(true)
-                    .build(&all_words)
-                    .ok()
-            })
-            .flatten();
+        let key_words = Pass::new(&all_words);
         Redactor {
             scanner: Scanner::new(&exact, keys.clone()),
             keys,
@@ -132,7 +127,7 @@ impl Redactor {
         let Some(words_ac) = &self.key_words else {
             return false;
         };
-        words_ac.is_match(key) && key_names_secret(&words(key), &self.keys)
+        words_ac.any(key.as_bytes()) && key_names_secret(&words(key), &self.keys)
     }
 
     /// Redacts every string in `value`, in place.
@@ -179,7 +174,7 @@ impl Redactor {
             || self
                 .key_words
                 .as_ref()
-                .is_some_and(|ac| ac.is_match(text.as_str()))
+                .is_some_and(|p| p.any(text.as_bytes()))
             || self.scanner.any(text);
         if !worth_parsing {
             return false;
@@ -311,6 +306,13 @@ impl Redactor {
         let head_end = join_head(right);
         let tail_len = left.len() - tail_start;
         if tail_len == 0 || head_end == 0 || tail_len + head_end < MIN_EXACT_SECRET {
+            return;
+        }
+        // Most joins hold no trigger: checked in place, before any copy.
+        if !self
+            .scanner
+            .any_across(&left[tail_start..], &right[..head_end])
+        {
             return;
         }
         scratch.clear();
