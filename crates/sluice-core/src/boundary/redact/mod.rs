@@ -197,8 +197,7 @@ impl Redactor {
                 // A text that is a JSON document is redacted as one (keys
                 // and all), so that no text pattern can cut across its
                 // quotes; any other text by its patterns.
-                let json_text = matches!(s.trim_start().as_bytes().first(), Some(b'{' | b'['));
-                if json_text && self.redact_embedded_json(s, counts, scratch) {
+                if starts_like_json(s) && self.redact_embedded_json(s, counts, scratch) {
                     return;
                 }
                 if let Some(redacted) = self.redact_str(s, counts) {
@@ -214,7 +213,7 @@ impl Redactor {
                 let texts = items.iter_mut().filter_map(|item| match item {
                     Value::String(s) => Some(s),
                     Value::Object(block)
-                        if block.get("type").and_then(Value::as_str) == Some("text") =>
+                        if field(block, "type").and_then(Value::as_str) == Some("text") =>
                     {
                         match block.get_mut("text") {
                             Some(Value::String(s)) => Some(s),
@@ -227,11 +226,10 @@ impl Redactor {
             }
             Value::Object(obj) => {
                 let binary_data = matches!(
-                    obj.get("type").and_then(Value::as_str),
+                    field(obj, "type").and_then(Value::as_str),
                     Some("image" | "audio")
                 );
-                let text_blob = obj
-                    .get("mimeType")
+                let text_blob = field(obj, "mimeType")
                     .and_then(Value::as_str)
                     .is_some_and(textual);
                 if text_blob && let Some(Value::String(blob)) = obj.get_mut("blob") {
@@ -364,13 +362,51 @@ fn opaque(key: &str, binary_data: bool) -> bool {
     key == "blob" || key == "requestState" || (binary_data && key == "data")
 }
 
+/// Whether a text starts like a JSON document (after any white space).
+fn starts_like_json(text: &str) -> bool {
+    match text.as_bytes().first() {
+        Some(b'{' | b'[') => true,
+        // Most texts: one byte decides.
+        Some(&b) if b.is_ascii() && !char::from(b).is_whitespace() => false,
+        _ => matches!(text.trim_start().as_bytes().first(), Some(b'{' | b'[')),
+    }
+}
+
+/// A field of an object. A result's objects are small, and comparing a few
+/// names costs less than hashing one (a record of short fields is looked
+/// up three times).
+fn field<'v>(obj: &'v serde_json::Map<String, Value>, name: &str) -> Option<&'v Value> {
+    const SMALL: usize = 8;
+    if obj.len() > SMALL {
+        return obj.get(name);
+    }
+    obj.iter()
+        .find_map(|(key, value)| (key == name).then_some(value))
+}
+
+/// Where the last white space of `text` ends; an ASCII text (most) is
+/// searched byte by byte, without decoding characters.
+fn after_last_space(text: &str) -> Option<usize> {
+    if text.is_ascii() {
+        let space = |b: &u8| char::from(*b).is_whitespace();
+        return text.bytes().rposition(|b| space(&b)).map(|i| i + 1);
+    }
+    text.rfind(char::is_whitespace)
+        .map(|i| i + text[i..].chars().next().map_or(1, char::len_utf8))
+}
+
+/// Where the first white space of `text` starts (see [`after_last_space`]).
+fn first_space(text: &str) -> Option<usize> {
+    if text.is_ascii() {
+        return text.bytes().position(|b| char::from(b).is_whitespace());
+    }
+    text.find(char::is_whitespace)
+}
+
 /// Where the last word of `text` starts (at most [`JOIN_REACH`] back).
 fn join_tail(text: &str) -> usize {
     let floor = text.len().saturating_sub(JOIN_REACH);
-    let mut start = text
-        .rfind(char::is_whitespace)
-        .map_or(0, |i| i + 1)
-        .max(floor);
+    let mut start = after_last_space(text).unwrap_or(0).max(floor);
     while !text.is_char_boundary(start) {
         start += 1;
     }
@@ -379,10 +415,7 @@ fn join_tail(text: &str) -> usize {
 
 /// Where the first word of `text` ends (at most [`JOIN_REACH`] on).
 fn join_head(text: &str) -> usize {
-    let mut end = text
-        .find(char::is_whitespace)
-        .unwrap_or(text.len())
-        .min(JOIN_REACH);
+    let mut end = first_space(text).unwrap_or(text.len()).min(JOIN_REACH);
     while !text.is_char_boundary(end) {
         end -= 1;
     }

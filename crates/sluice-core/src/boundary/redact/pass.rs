@@ -126,7 +126,10 @@ impl Pass {
     }
 
     /// Steps every lane `count` bytes, together, recording the match
-    /// states each reaches in its own part.
+    /// states each reaches in its own part. Not inlined, here and in
+    /// [`Pass::step`]: in a function of its own, the loop keeps its
+    /// pointers and states in registers.
+    #[inline(never)]
     fn step_lanes(
         &self,
         text: &[u8],
@@ -143,7 +146,8 @@ impl Pass {
         );
         let dfa = &self.dfa;
         let mut s = lanes.map(|lane| lane.state);
-        for (i, (((&ba, &bb), &bc), &bd)) in a.iter().zip(b).zip(c).zip(d).enumerate() {
+        let mut rest = a.iter().zip(b).zip(c).zip(d);
+        while let Some((((&ba, &bb), &bc), &bd)) = rest.next() {
             s[0] = dfa.next_state(Anchored::No, s[0], ba);
             s[1] = dfa.next_state(Anchored::No, s[1], bb);
             s[2] = dfa.next_state(Anchored::No, s[2], bc);
@@ -154,8 +158,9 @@ impl Pass {
                 | dfa.is_special(s[2])
                 | dfa.is_special(s[3])
             {
+                let stepped = count - rest.len();
                 for (k, lane) in lanes.iter().enumerate() {
-                    let end = lane.at + i + 1;
+                    let end = lane.at + stepped;
                     if dfa.is_match(s[k]) && end > lane.owns_from {
                         hits[k].push((s[k], end));
                     }
@@ -171,18 +176,27 @@ impl Pass {
     /// Steps `state` over `bytes`, calling `hit(state, end)` at each match
     /// state (`end` counted from the start of `bytes`); stops, returning
     /// where, when `hit` says so.
+    #[inline(never)]
     fn step(
         &self,
         state: &mut StateID,
         bytes: &[u8],
         mut hit: impl FnMut(StateID, usize) -> bool,
     ) -> Option<usize> {
-        for (i, &byte) in bytes.iter().enumerate() {
-            *state = self.dfa.next_state(Anchored::No, *state, byte);
-            if self.dfa.is_special(*state) && self.dfa.is_match(*state) && hit(*state, i + 1) {
-                return Some(i + 1);
+        let dfa = &self.dfa;
+        let mut s = *state;
+        // The position is worked out only at a match: counting every byte
+        // would cost more than the step itself.
+        let mut rest = bytes.iter();
+        while let Some(&byte) = rest.next() {
+            s = dfa.next_state(Anchored::No, s, byte);
+            let end = || bytes.len() - rest.len();
+            if dfa.is_special(s) && matched(dfa, s, end(), &mut hit) {
+                *state = s;
+                return Some(end());
             }
         }
+        *state = s;
         None
     }
 
@@ -195,6 +209,18 @@ impl Pass {
             each(literal.as_usize(), end - len..end);
         }
     }
+}
+
+/// Whether a special state is a match that `hit` stops at: out of the
+/// loop, so that the loop tests one bound a byte.
+#[cold]
+fn matched(
+    dfa: &DFA,
+    state: StateID,
+    end: usize,
+    hit: &mut impl FnMut(StateID, usize) -> bool,
+) -> bool {
+    dfa.is_match(state) && hit(state, end)
 }
 
 #[cfg(test)]
