@@ -175,3 +175,41 @@ fn a_trigger_inside_a_longer_one_does_not_hide_it() {
         Some("AccountName=a;AccountKey=[redacted];x=1")
     );
 }
+
+#[test]
+fn a_long_text_stepped_in_lanes_loses_every_secret_at_every_lane_boundary() {
+    let r = redactor();
+    let filler = "lorem ipsum dolor sit amet, consectetur adipiscing elit. ";
+    let len = 64 * 1024;
+    let mut text = filler.repeat(len / filler.len() + 1);
+    text.truncate(len);
+    let mut c = Redactions::default();
+    assert_eq!(r.redact_str(&text, &mut c), None, "the filler is no secret");
+    let secrets = [
+        " ghp_0123456789abcdefghijABCDEFGHIJklmnopqr ",
+        " AKIAQWERTYUIOPASDFGH ",
+        " s3cr3t-upstream-token ",
+    ];
+    // Each secret at the three inner lane boundaries, cut at several
+    // points of it, or before them by up to twice the longest trigger (the
+    // lanes' warm-up); written over the filler, so the boundaries stay put.
+    let lane = len / 4;
+    for secret in secrets {
+        for back in [1, 3, secret.len() / 2, secret.len() - 1, 60, 120] {
+            let (mut text, mut expected) = (text.clone(), text.clone());
+            // From the end: a replacement changes the length after it.
+            for boundary in [3 * lane, 2 * lane, lane] {
+                let at = boundary - back;
+                text.replace_range(at..at + secret.len(), secret);
+                expected.replace_range(at..at + secret.len(), " [redacted] ");
+            }
+            let mut counts = Redactions::default();
+            let redacted = r.redact_str(&text, &mut counts);
+            assert!(
+                redacted.as_deref() == Some(expected.as_str()),
+                "{secret} {back}"
+            );
+            assert_eq!(counts.total(), 3);
+        }
+    }
+}
