@@ -2,7 +2,8 @@
 //! every trigger (a rule's anchor, a secret key word, a known secret or one
 //! of its encoded forms, an encoded anchor, an invisible character); each
 //! trigger then runs its own check in a bounded window around itself. Text
-//! with no trigger costs that one pass, whatever the number of rules.
+//! with no trigger costs that one pass ([`super::pass`]), whatever the
+//! number of rules.
 
 use std::collections::BTreeMap;
 use std::ops::Range;

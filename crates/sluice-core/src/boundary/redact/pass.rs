@@ -185,8 +185,6 @@ impl Pass {
     ) -> Option<usize> {
         let dfa = &self.dfa;
         let mut s = *state;
-        // The position is worked out only at a match: counting every byte
-        // would cost more than the step itself.
         let mut rest = bytes.iter();
         while let Some(&byte) = rest.next() {
             s = dfa.next_state(Anchored::No, s, byte);
@@ -206,7 +204,7 @@ impl Pass {
         for index in 0..self.dfa.match_len(state) {
             let literal = self.dfa.match_pattern(state, index);
             let len = self.dfa.pattern_len(literal);
-            each(literal.as_usize(), end - len..end);
+            each(literal.as_usize(), end.saturating_sub(len)..end);
         }
     }
 }
