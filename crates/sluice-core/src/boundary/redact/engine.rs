@@ -13,7 +13,7 @@ use regex::Regex;
 
 use super::context;
 use super::encodings::{self, Encoding};
-use super::pass::Pass;
+use super::pass::{Pass, Resume};
 use super::rules::{RULES, Rule};
 
 /// How deep decoded text is decoded again (base64 of hex of a token).
@@ -96,6 +96,16 @@ pub(super) struct Found {
     pub kind: Kind,
 }
 
+/// What a scan saw besides its secrets.
+#[derive(Debug, Default)]
+pub(super) struct Scanned {
+    /// The text holds an invisible character (the caller scans it again,
+    /// stripped).
+    pub invisible: bool,
+    /// The text holds no trigger at all: the pass's state at its end.
+    pub clean_end: Option<Resume>,
+}
+
 /// The compiled triggers.
 #[derive(Debug, Clone)]
 pub(super) struct Scanner {
@@ -163,18 +173,24 @@ impl Scanner {
             .is_some_and(|p| p.any_across(left.as_bytes(), right.as_bytes()))
     }
 
-    /// The secrets in `text` (unsorted, possibly overlapping); `true` when
-    /// it holds an invisible character (the caller scans it again
-    /// stripped).
-    pub fn scan(&self, text: &str, depth: u8, found: &mut Vec<Found>) -> bool {
+    /// Whether any trigger ends in `right`, after a text with none that
+    /// ended in `from` (see [`Scanned::clean_end`]).
+    pub fn any_after(&self, from: Resume, right: &str) -> bool {
+        self.pass
+            .as_ref()
+            .is_some_and(|p| p.any_after(from, right.as_bytes()))
+    }
+
+    /// The secrets in `text` (unsorted, possibly overlapping), into `found`.
+    pub fn scan(&self, text: &str, depth: u8, found: &mut Vec<Found>) -> Scanned {
         let Some(pass) = &self.pass else {
-            return false;
+            return Scanned::default();
         };
         let mut invisible = false;
         // Where the last decoded run of each encoding ended: a run holds
         // many marks, and is decoded once.
         let mut decoded_until = [0usize; 4];
-        pass.each(text.as_bytes(), |literal, hit| {
+        let clean_end = pass.each(text.as_bytes(), |literal, hit| {
             let Some(triggers) = self.triggers.get(literal) else {
                 return;
             };
@@ -207,7 +223,10 @@ impl Scanner {
                 }
             }
         });
-        invisible
+        Scanned {
+            invisible,
+            clean_end,
+        }
     }
 
     /// Runs `RULES[rule]` in its window around an anchor found at `hit`.
@@ -262,7 +281,7 @@ impl Scanner {
     fn decoded(&self, run: &str, encoding: Encoding, depth: u8) -> Option<Kind> {
         let decoded = encodings::decode(run, encoding)?;
         let mut inner = Vec::new();
-        if self.scan(&decoded, depth + 1, &mut inner) && inner.is_empty() {
+        if self.scan(&decoded, depth + 1, &mut inner).invisible && inner.is_empty() {
             self.scan(&encodings::strip_invisible(&decoded), depth + 1, &mut inner);
         }
         let first = inner.first()?;

@@ -37,6 +37,12 @@ pub(super) struct Pass {
     warm_up: usize,
 }
 
+/// The DFA's state at the end of a text in which no literal occurs: a join
+/// continues from it over the next text's first word, instead of stepping
+/// the end of this one again.
+#[derive(Debug, Clone, Copy)]
+pub(super) struct Resume(StateID);
+
 /// Where each lane is: the next byte, the first byte it owns, its state.
 #[derive(Clone, Copy)]
 struct Lane {
@@ -83,17 +89,27 @@ impl Pass {
             || self.step(&mut state, right, |_, _| true).is_some()
     }
 
+    /// Whether any literal ends in `right`, in a text that is one with no
+    /// literal, ending in the state `from`, followed by `right`.
+    pub fn any_after(&self, from: Resume, right: &[u8]) -> bool {
+        let mut state = from.0;
+        self.step(&mut state, right, |_, _| true).is_some()
+    }
+
     /// Calls `each(literal, range)` for every occurrence of every literal
-    /// in `text`, overlapping ones too, in the order of their ends.
-    pub fn each(&self, text: &[u8], mut each: impl FnMut(usize, Range<usize>)) {
+    /// in `text`, overlapping ones too, in the order of their ends; the
+    /// state at its end when there was none.
+    pub fn each(&self, text: &[u8], mut each: impl FnMut(usize, Range<usize>)) -> Option<Resume> {
         let lane_len = text.len() / LANES;
         if lane_len < MIN_LANE.max(self.warm_up * 4) {
             let mut state = self.start;
+            let mut none = true;
             self.step(&mut state, text, |state, end| {
+                none = false;
                 self.report(state, end, &mut each);
                 false
             });
-            return;
+            return none.then_some(Resume(state));
         }
         let mut lanes: [Lane; LANES] = std::array::from_fn(|k| Lane {
             at: (k * lane_len).saturating_sub(self.warm_up),
@@ -120,9 +136,12 @@ impl Pass {
                 false
             });
         }
+        let none = hits.iter().all(Vec::is_empty);
         for (state, end) in hits.into_iter().flatten() {
             self.report(state, end, &mut each);
         }
+        // The last lane ends where the text does.
+        none.then_some(Resume(lanes[LANES - 1].state))
     }
 
     /// Steps every lane `count` bytes, together, recording the match

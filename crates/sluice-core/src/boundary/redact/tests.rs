@@ -213,3 +213,29 @@ fn a_long_text_stepped_in_lanes_loses_every_secret_at_every_lane_boundary() {
         }
     }
 }
+
+#[test]
+fn a_secret_split_after_a_clean_string_is_found_from_its_end_state() {
+    // Each left part holds no trigger on its own (and is long enough to be
+    // scanned), so the join goes on from its end state.
+    let r = redactor();
+    let mut v = json!({
+        "object": {"a": "the prefix s3cr3t-ups", "b": "tream-token the suffix", "n": 1},
+        "array": ["see the token gh", "p_0123456789abcdefghijABCDEFGHIJklmnopqr here", "and more"],
+        // Three in a row: the middle one is changed by the first join, and
+        // its end state is not reused for the second.
+        "chain": ["one two s3cr3t-ups", "tream-token", "ghp_0123456789abcdefghijABCDEFGHIJklmnopqr x"],
+        "clean": {"id": "0000002a-5f1e-4c2a-9a77-1c2d3e4f5a6b", "name": "item 42"},
+    });
+    let counts = r.redact(&mut v);
+    assert_eq!(
+        v,
+        json!({
+            "object": {"a": "the prefix [redacted]", "b": "[redacted] the suffix", "n": 1},
+            "array": ["see the token [redacted]", "[redacted] here", "and more"],
+            "chain": ["one two [redacted]", "[redacted]", "[redacted] x"],
+            "clean": {"id": "0000002a-5f1e-4c2a-9a77-1c2d3e4f5a6b", "name": "item 42"},
+        })
+    );
+    assert_eq!(counts.total(), 4);
+}
