@@ -2,17 +2,18 @@
 //! every trigger (a rule's anchor, a secret key word, a known secret or one
 //! of its encoded forms, an encoded anchor, an invisible character); each
 //! trigger then runs its own check in a bounded window around itself. Text
-//! with no trigger costs that one pass, whatever the number of rules.
+//! with no trigger costs that one pass ([`super::pass`]), whatever the
+//! number of rules.
 
 use std::collections::BTreeMap;
 use std::ops::Range;
 use std::sync::OnceLock;
 
-use aho_corasick::{AhoCorasick, AhoCorasickKind, Input, MatchKind};
 use regex::Regex;
 
 use super::context;
 use super::encodings::{self, Encoding};
+use super::pass::{Pass, Resume};
 use super::rules::{RULES, Rule};
 
 /// How deep decoded text is decoded again (base64 of hex of a token).
@@ -95,16 +96,24 @@ pub(super) struct Found {
     pub kind: Kind,
 }
 
+/// What a scan saw besides its secrets.
+#[derive(Debug, Default)]
+pub(super) struct Scanned {
+    /// The text holds an invisible character (the caller scans it again,
+    /// stripped).
+    pub invisible: bool,
+    /// The text holds no trigger at all: the pass's state at its end.
+    pub clean_end: Option<Resume>,
+}
+
 /// The compiled triggers.
 #[derive(Debug, Clone)]
 pub(super) struct Scanner {
-    pass: Option<AhoCorasick>,
+    pass: Option<Pass>,
     /// Each literal's triggers.
     triggers: Vec<Vec<Trigger>>,
     /// Each secret key name, as lowercase words.
     keys: Vec<Vec<String>>,
-    /// The longest literal's length.
-    longest: usize,
 }
 
 impl Scanner {
@@ -145,69 +154,62 @@ impl Scanner {
         }
         let (literals, triggers): (Vec<Vec<u8>>, Vec<Vec<Trigger>>) =
             literals.0.into_iter().unzip();
-        let longest = literals.iter().map(Vec::len).max().unwrap_or(0);
-        // A full DFA: one table lookup a byte. The literals start with
-        // common letters, so no prefilter can skip text, and the default
-        // automaton's failure transitions cost several lookups a byte on
-        // ordinary prose.
-        let pass = AhoCorasick::builder()
-            .ascii_case_insensitive(true)
-            .match_kind(MatchKind::Standard)
-            .kind(Some(AhoCorasickKind::DFA))
-            .build(&literals)
-            .ok();
         Scanner {
-            pass,
+            pass: Pass::new(&literals),
             triggers,
             keys,
-            longest,
         }
     }
 
     /// Whether any trigger occurs in `text`.
     pub fn any(&self, text: &str) -> bool {
-        self.pass.as_ref().is_some_and(|p| p.is_match(text))
+        self.pass.as_ref().is_some_and(|p| p.any(text.as_bytes()))
     }
 
-    /// The secrets in `text` (unsorted, possibly overlapping); `true` when
-    /// it holds an invisible character (the caller scans it again
-    /// stripped).
-    pub fn scan(&self, text: &str, depth: u8, found: &mut Vec<Found>) -> bool {
+    /// Whether any trigger occurs in `left` followed by `right`.
+    pub fn any_across(&self, left: &str, right: &str) -> bool {
+        self.pass
+            .as_ref()
+            .is_some_and(|p| p.any_across(left.as_bytes(), right.as_bytes()))
+    }
+
+    /// Whether any trigger ends in `right`, after a text with none that
+    /// ended in `from` (see [`Scanned::clean_end`]).
+    pub fn any_after(&self, from: Resume, right: &str) -> bool {
+        self.pass
+            .as_ref()
+            .is_some_and(|p| p.any_after(from, right.as_bytes()))
+    }
+
+    /// The secrets in `text` (unsorted, possibly overlapping), into `found`.
+    pub fn scan(&self, text: &str, depth: u8, found: &mut Vec<Found>) -> Scanned {
         let Some(pass) = &self.pass else {
-            return false;
+            return Scanned::default();
         };
-        // Most texts hold no trigger: one search for the first is cheaper
-        // than reporting every overlapping one. The first found is the one
-        // that ends first; a longer one may start up to the longest
-        // literal before its end, so the overlapping search starts there.
-        let Some(first) = pass.find(text) else {
-            return false;
-        };
-        let from = first.end().saturating_sub(self.longest);
         let mut invisible = false;
         // Where the last decoded run of each encoding ended: a run holds
         // many marks, and is decoded once.
         let mut decoded_until = [0usize; 4];
-        for m in pass.find_overlapping_iter(Input::new(text).span(from..text.len())) {
-            let Some(triggers) = self.triggers.get(m.pattern().as_usize()) else {
-                continue;
+        let clean_end = pass.each(text.as_bytes(), |literal, hit| {
+            let Some(triggers) = self.triggers.get(literal) else {
+                return;
             };
             for trigger in triggers {
                 match *trigger {
                     Trigger::Rule { rule, anchor } => {
-                        self.rule(text, rule, anchor, m.range(), found);
+                        self.rule(text, rule, anchor, hit.clone(), found);
                     }
-                    Trigger::Word => self.assignment(text, m.range(), found),
+                    Trigger::Word => self.assignment(text, hit.clone(), found),
                     Trigger::Exact(extend) => found.push(Found {
                         range: match extend {
-                            Some(e) => encodings::run(text, m.range(), e),
-                            None => m.range(),
+                            Some(e) => encodings::run(text, hit.clone(), e),
+                            None => hit.clone(),
                         },
                         kind: Kind::Exact,
                     }),
                     Trigger::Invisible => invisible = true,
                     Trigger::Encoded(encoding) if depth < MAX_DEPTH => {
-                        let run = encodings::run(text, m.range(), encoding);
+                        let run = encodings::run(text, hit.clone(), encoding);
                         let until = &mut decoded_until[encoding as usize];
                         if run.start < *until {
                             continue;
@@ -220,8 +222,11 @@ impl Scanner {
                     Trigger::Encoded(_) => {}
                 }
             }
+        });
+        Scanned {
+            invisible,
+            clean_end,
         }
-        invisible
     }
 
     /// Runs `RULES[rule]` in its window around an anchor found at `hit`.
@@ -276,7 +281,7 @@ impl Scanner {
     fn decoded(&self, run: &str, encoding: Encoding, depth: u8) -> Option<Kind> {
         let decoded = encodings::decode(run, encoding)?;
         let mut inner = Vec::new();
-        if self.scan(&decoded, depth + 1, &mut inner) && inner.is_empty() {
+        if self.scan(&decoded, depth + 1, &mut inner).invisible && inner.is_empty() {
             self.scan(&encodings::strip_invisible(&decoded), depth + 1, &mut inner);
         }
         let first = inner.first()?;

@@ -30,19 +30,21 @@
 //! and encoded again when it held a secret.
 //!
 //! All of it is compiled once ([`Redactor::new`]) into one case-insensitive
-//! Aho-Corasick pass ([`engine`]): ordinary text costs one linear scan.
+//! Aho-Corasick pass ([`engine`], stepped by [`pass`]): ordinary text costs
+//! one linear scan, with no allocation and no copy.
 
 pub mod context;
 pub mod encodings;
 mod engine;
+mod pass;
 pub mod rules;
 
-use aho_corasick::AhoCorasick;
 use serde_json::Value;
 
 pub use context::DEFAULT_SECRET_KEYS;
 use context::{key_names_secret, words};
 use engine::{Found, Kind, Scanner};
+use pass::{Pass, Resume};
 
 /// What replaces a secret.
 pub const REDACTED: &str = "[redacted]";
@@ -74,7 +76,7 @@ pub struct Redactor {
     keys: Vec<Vec<String>>,
     /// Every word of every secret key: a key containing none of them is
     /// not secret (checked without allocating).
-    key_words: Option<AhoCorasick>,
+    key_words: Option<Pass>,
 }
 
 // === impl Redactions ===
@@ -112,14 +114,7 @@ impl Redactor {
         let mut all_words: Vec<&str> = keys.iter().flatten().map(String::as_str).collect();
         all_words.sort_unstable();
         all_words.dedup();
-        let key_words = (!all_words.is_empty())
-            .then(|| {
-                AhoCorasick::builder()
-                    .ascii_case_insensitive(true)
-                    .build(&all_words)
-                    .ok()
-            })
-            .flatten();
+        let key_words = Pass::new(&all_words);
         Redactor {
             scanner: Scanner::new(&exact, keys.clone()),
             keys,
@@ -132,34 +127,45 @@ impl Redactor {
         let Some(words_ac) = &self.key_words else {
             return false;
         };
-        words_ac.is_match(key) && key_names_secret(&words(key), &self.keys)
+        words_ac.any(key.as_bytes()) && key_names_secret(&words(key), &self.keys)
     }
 
     /// Redacts every string in `value`, in place.
     pub fn redact(&self, value: &mut Value) -> Redactions {
         let mut counts = Redactions::default();
-        self.walk(value, &mut counts, &mut String::new());
+        self.walk(value, &mut counts, &mut Scratch::default());
         counts
     }
 
     /// Redacts one string; `None` when nothing in it is secret.
     pub fn redact_str(&self, text: &str, counts: &mut Redactions) -> Option<String> {
+        self.redact_text(text, counts).0
+    }
+
+    /// [`Redactor::redact_str`], and the pass's state at the end of a text
+    /// that held no trigger at all.
+    fn redact_text(&self, text: &str, counts: &mut Redactions) -> (Option<String>, Option<Resume>) {
         // No rule matches fewer bytes than the shortest exact secret (a
         // short value under a secret key is the key rule's).
         if text.len() < MIN_EXACT_SECRET {
-            return None;
+            return (None, None);
         }
         let mut found = Vec::new();
-        if self.scanner.scan(text, 0, &mut found) {
+        let scanned = self.scanner.scan(text, 0, &mut found);
+        if scanned.invisible {
             // Invisible characters go only from a text that held a secret.
             let stripped = encodings::strip_invisible(text);
             let mut in_stripped = Vec::new();
             self.scanner.scan(&stripped, 0, &mut in_stripped);
             if !in_stripped.is_empty() {
-                return Some(replaced(&stripped, in_stripped, counts));
+                return (Some(replaced(&stripped, in_stripped, counts)), None);
             }
         }
-        (!found.is_empty()).then(|| replaced(text, found, counts))
+        if found.is_empty() {
+            (None, scanned.clean_end)
+        } else {
+            (Some(replaced(text, found, counts)), None)
+        }
     }
 
     /// A text that is itself a JSON document (tools often put their
@@ -173,13 +179,13 @@ impl Redactor {
         &self,
         text: &mut String,
         counts: &mut Redactions,
-        scratch: &mut String,
+        scratch: &mut Scratch,
     ) -> bool {
         let worth_parsing = text.contains('\\')
             || self
                 .key_words
                 .as_ref()
-                .is_some_and(|ac| ac.is_match(text.as_str()))
+                .is_some_and(|p| p.any(text.as_bytes()))
             || self.scanner.any(text);
         if !worth_parsing {
             return false;
@@ -196,72 +202,97 @@ impl Redactor {
         true
     }
 
-    fn walk(&self, value: &mut Value, counts: &mut Redactions, scratch: &mut String) {
+    /// Redacts `value`; for a string that held no trigger, the pass's
+    /// state at its end (for the join after it).
+    fn walk(
+        &self,
+        value: &mut Value,
+        counts: &mut Redactions,
+        scratch: &mut Scratch,
+    ) -> Option<Resume> {
         match value {
             Value::String(s) => {
                 // A text that is a JSON document is redacted as one (keys
                 // and all), so that no text pattern can cut across its
                 // quotes; any other text by its patterns.
-                let json_text = matches!(s.trim_start().as_bytes().first(), Some(b'{' | b'['));
-                if json_text && self.redact_embedded_json(s, counts, scratch) {
-                    return;
+                if starts_like_json(s) && self.redact_embedded_json(s, counts, scratch) {
+                    return None;
                 }
-                if let Some(redacted) = self.redact_str(s, counts) {
+                let (redacted, clean_end) = self.redact_text(s, counts);
+                if let Some(redacted) = redacted {
                     *s = redacted;
                 }
+                return clean_end;
             }
             Value::Array(items) => {
+                // Each item's end state, on a stack shared by the walk.
+                let base = scratch.ends.len();
                 for item in items.iter_mut() {
-                    self.walk(item, counts, scratch);
+                    let end = self.walk(item, counts, scratch);
+                    scratch.ends.push(end);
                 }
                 // Adjacent text blocks, and the strings of an array, as a
                 // client would join them.
-                let texts = items.iter_mut().filter_map(|item| match item {
-                    Value::String(s) => Some(s),
-                    Value::Object(block)
-                        if block.get("type").and_then(Value::as_str) == Some("text") =>
-                    {
-                        match block.get_mut("text") {
-                            Some(Value::String(s)) => Some(s),
+                let Scratch { text, ends } = scratch;
+                let texts =
+                    items
+                        .iter_mut()
+                        .zip(&ends[base..])
+                        .filter_map(|(item, &end)| match item {
+                            Value::String(s) => Some((s, end)),
+                            Value::Object(block)
+                                if field(block, "type").and_then(Value::as_str) == Some("text") =>
+                            {
+                                match block.get_mut("text") {
+                                    Some(Value::String(s)) => Some((s, None)),
+                                    _ => None,
+                                }
+                            }
                             _ => None,
-                        }
-                    }
-                    _ => None,
-                });
-                self.redact_joins(texts, counts, scratch);
+                        });
+                self.redact_joins(texts, counts, text);
+                ends.truncate(base);
             }
             Value::Object(obj) => {
                 let binary_data = matches!(
-                    obj.get("type").and_then(Value::as_str),
+                    field(obj, "type").and_then(Value::as_str),
                     Some("image" | "audio")
                 );
-                let text_blob = obj
-                    .get("mimeType")
+                let text_blob = field(obj, "mimeType")
                     .and_then(Value::as_str)
                     .is_some_and(textual);
                 if text_blob && let Some(Value::String(blob)) = obj.get_mut("blob") {
                     self.redact_text_blob(blob, counts);
                 }
+                let base = scratch.ends.len();
                 for (key, v) in obj.iter_mut() {
                     // Binary payloads, and the MRTR state a client must
                     // echo unchanged, are not text.
                     if opaque(key, binary_data) {
+                        scratch.ends.push(None);
                         continue;
                     }
                     if self.is_secret_key(key) {
                         counts.key += blank_strings(v);
                     }
-                    self.walk(v, counts, scratch);
+                    let end = self.walk(v, counts, scratch);
+                    scratch.ends.push(end);
                 }
                 // A secret split across the string values of one object.
-                let texts = obj.iter_mut().filter_map(|(key, v)| match v {
-                    Value::String(s) if !opaque(key, binary_data) => Some(s),
-                    _ => None,
-                });
-                self.redact_joins(texts, counts, scratch);
+                let Scratch { text, ends } = scratch;
+                let texts =
+                    obj.iter_mut()
+                        .zip(&ends[base..])
+                        .filter_map(|((key, v), &end)| match v {
+                            Value::String(s) if !opaque(key, binary_data) => Some((s, end)),
+                            _ => None,
+                        });
+                self.redact_joins(texts, counts, text);
+                ends.truncate(base);
             }
             _ => {}
         }
+        None
     }
 
     /// A base64 blob of text: decoded, redacted, and encoded again when it
@@ -285,33 +316,54 @@ impl Redactor {
     /// what crosses it.
     fn redact_joins<'v>(
         &self,
-        texts: impl Iterator<Item = &'v mut String>,
+        texts: impl Iterator<Item = (&'v mut String, Option<Resume>)>,
         counts: &mut Redactions,
         scratch: &mut String,
     ) {
-        let mut previous: Option<&mut String> = None;
-        for text in texts.filter(|t| !t.is_empty()) {
-            if let Some(left) = previous.take() {
-                self.redact_join(left, text, counts, scratch);
+        let mut previous: Option<(&mut String, Option<Resume>)> = None;
+        for (text, end) in texts.filter(|(t, _)| !t.is_empty()) {
+            let mut end = end;
+            if let Some((left, left_end)) = previous.take() {
+                // A join that changed the start of `text` leaves no end
+                // state to trust for the next join.
+                if self.redact_join(left, left_end, text, counts, scratch) {
+                    end = None;
+                }
             }
-            previous = Some(text);
+            previous = Some((text, end));
         }
     }
 
     /// One join: the end of `left` and the start of `right`, each up to a
-    /// space or [`JOIN_REACH`], scanned as one.
+    /// space or [`JOIN_REACH`], scanned as one; `true` when it redacted
+    /// something. `left_end`: the pass's state at the end of a `left` that
+    /// held no trigger.
     fn redact_join(
         &self,
         left: &mut String,
+        left_end: Option<Resume>,
         right: &mut String,
         counts: &mut Redactions,
         scratch: &mut String,
-    ) {
-        let tail_start = join_tail(left);
+    ) -> bool {
         let head_end = join_head(right);
+        // Most joins hold no trigger: checked in place, before any copy.
+        // After a `left` with none, only a trigger that ends in `right`'s
+        // first word can be there, and the pass goes on from `left`'s end.
+        if head_end == 0
+            || left_end.is_some_and(|end| !self.scanner.any_after(end, &right[..head_end]))
+        {
+            return false;
+        }
+        let tail_start = join_tail(left);
         let tail_len = left.len() - tail_start;
-        if tail_len == 0 || head_end == 0 || tail_len + head_end < MIN_EXACT_SECRET {
-            return;
+        if tail_len == 0
+            || tail_len + head_end < MIN_EXACT_SECRET
+            || !self
+                .scanner
+                .any_across(&left[tail_start..], &right[..head_end])
+        {
+            return false;
         }
         scratch.clear();
         scratch.push_str(&left[tail_start..]);
@@ -328,12 +380,21 @@ impl Redactor {
             crossing().map(|f| f.range.end).max(),
             crossing().next(),
         ) else {
-            return;
+            return false;
         };
         count(counts, first.kind);
         left.replace_range(tail_start + cut_left.., REDACTED);
         right.replace_range(..cut_right - tail_len, REDACTED);
+        true
     }
+}
+
+/// What the walk reuses: the text of a join, and a stack of the end states
+/// of the strings of the arrays and objects being walked.
+#[derive(Default)]
+struct Scratch {
+    text: String,
+    ends: Vec<Option<Resume>>,
 }
 
 /// Whether a MIME type names text (a resource blob of it is redacted).
@@ -362,13 +423,51 @@ fn opaque(key: &str, binary_data: bool) -> bool {
     key == "blob" || key == "requestState" || (binary_data && key == "data")
 }
 
+/// Whether a text starts like a JSON document (after any white space).
+fn starts_like_json(text: &str) -> bool {
+    match text.as_bytes().first() {
+        Some(b'{' | b'[') => true,
+        // Most texts: one byte decides.
+        Some(&b) if b.is_ascii() && !char::from(b).is_whitespace() => false,
+        _ => matches!(text.trim_start().as_bytes().first(), Some(b'{' | b'[')),
+    }
+}
+
+/// A field of an object. A result's objects are small, and comparing a few
+/// names costs less than hashing one (a record of short fields is looked
+/// up three times).
+fn field<'v>(obj: &'v serde_json::Map<String, Value>, name: &str) -> Option<&'v Value> {
+    const SMALL: usize = 8;
+    if obj.len() > SMALL {
+        return obj.get(name);
+    }
+    obj.iter()
+        .find_map(|(key, value)| (key == name).then_some(value))
+}
+
+/// Where the last white space of `text` ends; an ASCII text (most) is
+/// searched byte by byte, without decoding characters.
+fn after_last_space(text: &str) -> Option<usize> {
+    if text.is_ascii() {
+        let space = |b: &u8| char::from(*b).is_whitespace();
+        return text.bytes().rposition(|b| space(&b)).map(|i| i + 1);
+    }
+    text.rfind(char::is_whitespace)
+        .map(|i| i + text[i..].chars().next().map_or(1, char::len_utf8))
+}
+
+/// Where the first white space of `text` starts (see [`after_last_space`]).
+fn first_space(text: &str) -> Option<usize> {
+    if text.is_ascii() {
+        return text.bytes().position(|b| char::from(b).is_whitespace());
+    }
+    text.find(char::is_whitespace)
+}
+
 /// Where the last word of `text` starts (at most [`JOIN_REACH`] back).
 fn join_tail(text: &str) -> usize {
     let floor = text.len().saturating_sub(JOIN_REACH);
-    let mut start = text
-        .rfind(char::is_whitespace)
-        .map_or(0, |i| i + 1)
-        .max(floor);
+    let mut start = after_last_space(text).unwrap_or(0).max(floor);
     while !text.is_char_boundary(start) {
         start += 1;
     }
@@ -377,10 +476,7 @@ fn join_tail(text: &str) -> usize {
 
 /// Where the first word of `text` ends (at most [`JOIN_REACH`] on).
 fn join_head(text: &str) -> usize {
-    let mut end = text
-        .find(char::is_whitespace)
-        .unwrap_or(text.len())
-        .min(JOIN_REACH);
+    let mut end = first_space(text).unwrap_or(text.len()).min(JOIN_REACH);
     while !text.is_char_boundary(end) {
         end -= 1;
     }

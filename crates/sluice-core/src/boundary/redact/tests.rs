@@ -175,3 +175,67 @@ fn a_trigger_inside_a_longer_one_does_not_hide_it() {
         Some("AccountName=a;AccountKey=[redacted];x=1")
     );
 }
+
+#[test]
+fn a_long_text_stepped_in_lanes_loses_every_secret_at_every_lane_boundary() {
+    let r = redactor();
+    let filler = "lorem ipsum dolor sit amet, consectetur adipiscing elit. ";
+    let len = 64 * 1024;
+    let mut text = filler.repeat(len / filler.len() + 1);
+    text.truncate(len);
+    let mut c = Redactions::default();
+    assert_eq!(r.redact_str(&text, &mut c), None, "the filler is no secret");
+    let secrets = [
+        " ghp_0123456789abcdefghijABCDEFGHIJklmnopqr ",
+        " AKIAQWERTYUIOPASDFGH ",
+        " s3cr3t-upstream-token ",
+    ];
+    // Each secret at the three inner lane boundaries, cut at several
+    // points of it, or before them by up to twice the longest trigger (the
+    // lanes' warm-up); written over the filler, so the boundaries stay put.
+    let lane = len / 4;
+    for secret in secrets {
+        for back in [1, 3, secret.len() / 2, secret.len() - 1, 60, 120] {
+            let (mut text, mut expected) = (text.clone(), text.clone());
+            // From the end: a replacement changes the length after it.
+            for boundary in [3 * lane, 2 * lane, lane] {
+                let at = boundary - back;
+                text.replace_range(at..at + secret.len(), secret);
+                expected.replace_range(at..at + secret.len(), " [redacted] ");
+            }
+            let mut counts = Redactions::default();
+            let redacted = r.redact_str(&text, &mut counts);
+            assert!(
+                redacted.as_deref() == Some(expected.as_str()),
+                "{secret} {back}"
+            );
+            assert_eq!(counts.total(), 3);
+        }
+    }
+}
+
+#[test]
+fn a_secret_split_after_a_clean_string_is_found_from_its_end_state() {
+    // Each left part holds no trigger on its own (and is long enough to be
+    // scanned), so the join goes on from its end state.
+    let r = redactor();
+    let mut v = json!({
+        "object": {"a": "the prefix s3cr3t-ups", "b": "tream-token the suffix", "n": 1},
+        "array": ["see the token gh", "p_0123456789abcdefghijABCDEFGHIJklmnopqr here", "and more"],
+        // Three in a row: the middle one is changed by the first join, and
+        // its end state is not reused for the second.
+        "chain": ["one two s3cr3t-ups", "tream-token", "ghp_0123456789abcdefghijABCDEFGHIJklmnopqr x"],
+        "clean": {"id": "0000002a-5f1e-4c2a-9a77-1c2d3e4f5a6b", "name": "item 42"},
+    });
+    let counts = r.redact(&mut v);
+    assert_eq!(
+        v,
+        json!({
+            "object": {"a": "the prefix [redacted]", "b": "[redacted] the suffix", "n": 1},
+            "array": ["see the token [redacted]", "[redacted] here", "and more"],
+            "chain": ["one two [redacted]", "[redacted]", "[redacted] x"],
+            "clean": {"id": "0000002a-5f1e-4c2a-9a77-1c2d3e4f5a6b", "name": "item 42"},
+        })
+    );
+    assert_eq!(counts.total(), 4);
+}
