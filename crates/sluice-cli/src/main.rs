@@ -121,7 +121,10 @@ enum Command {
     /// 1 any fail, 2 nothing failed but something could not be judged.
     ///
     /// `sluice doctor -- COMMAND ARGS...` starts a stdio server;
-    /// `sluice doctor URL` reaches a Streamable HTTP one. Only tools
+    /// `sluice doctor URL` reaches a Streamable HTTP one. Every rule of the
+    /// server standard (S-1..S-27) is in every report: judged by a
+    /// detector, or marked not observable from outside with the reason
+    /// (`--list-rules` prints each with what it checks). Only tools
     /// annotated readOnlyHint: true are called, with arguments made from
     /// their input schema. `sluice doctor --config FILE` judges sluice's
     /// own configuration instead (S-21: its stdio upstreams sandboxed).
@@ -176,6 +179,27 @@ struct DoctorArgs {
     /// may destroy something).
     #[arg(long)]
     allow_calls: bool,
+    /// Send bursts of 30 requests (completions, a read-only tool) to see
+    /// the rate limits of S-15 and S-24.
+    #[arg(long)]
+    allow_load: bool,
+    /// A header sent with every request (repeatable), e.g. `X-Api-Key:K`.
+    /// Its value is never printed.
+    // Parsed in `doctor`, not by clap: clap's error would quote the value.
+    #[arg(long, value_name = "NAME:VALUE")]
+    header: Vec<String>,
+    /// Send `Authorization: Bearer <the value of VAR>`; the token is never
+    /// printed, nor in the JSON or SARIF report, nor in errors.
+    #[arg(long, value_name = "VAR")]
+    bearer_env: Option<String>,
+    /// A second principal's token, from VAR, for the session-binding and
+    /// cache-scope rules (S-18, S-26).
+    #[arg(long, value_name = "VAR", requires = "bearer_env")]
+    second_bearer_env: Option<String>,
+    /// Print every rule the doctor judges, with what each check judges (or
+    /// why it cannot be seen from outside), and exit.
+    #[arg(long, conflicts_with_all = ["target", "config"])]
+    list_rules: bool,
     /// The most one request may take (1ms to 1h).
     #[arg(long, value_name = "DURATION", default_value = "10s", value_parser = parse_duration_arg)]
     timeout: std::time::Duration,
@@ -192,7 +216,7 @@ struct DoctorArgs {
     config: Option<PathBuf>,
     /// A URL (http:// or https://), or after `--`, a command and its arguments.
     #[arg(
-        required_unless_present = "config",
+        required_unless_present_any = ["config", "list_rules"],
         trailing_var_arg = true,
         allow_hyphen_values = true,
         value_name = "URL | COMMAND ARGS"
@@ -579,6 +603,52 @@ fn read_config(path: &Path, is_json: bool) -> Result<Config, Vec<String>> {
 /// `sluice doctor`: examine, print, exit with the verdict.
 fn doctor(args: DoctorArgs) -> anyhow::Result<ExitCode> {
     use sluice_gateway::doctor::{OnPage, Options, Target, examine};
+    if args.list_rules {
+        print!("{}", sluice_core::doctor::Report::rules_text());
+        return Ok(ExitCode::SUCCESS);
+    }
+    let bearer = |var: &Option<String>| -> Result<Option<(String, String)>, String> {
+        let Some(var) = var else { return Ok(None) };
+        match std::env::var(var) {
+            Ok(token) if !token.trim().is_empty() => Ok(Some((
+                "Authorization".into(),
+                format!("Bearer {}", token.trim()),
+            ))),
+            _ => Err(format!(
+                "sluice doctor: ${var} is not set (it holds the bearer token)"
+            )),
+        }
+    };
+    let (first, second) = match (bearer(&args.bearer_env), bearer(&args.second_bearer_env)) {
+        (Ok(first), Ok(second)) => (first, second),
+        (Err(e), _) | (_, Err(e)) => {
+            eprintln!("{e}");
+            return Ok(ExitCode::from(EXIT_USAGE));
+        }
+    };
+    let mut given = Vec::new();
+    for (i, h) in args.header.iter().enumerate() {
+        match sluice_core::headers::name_value(h) {
+            Some(header) => given.push(header),
+            // The value is never printed: it may be a credential.
+            _ => {
+                eprintln!("sluice doctor: --header number {} is not NAME:VALUE", i + 1);
+                return Ok(ExitCode::from(EXIT_USAGE));
+            }
+        }
+    }
+    let mut headers = given.clone();
+    headers.extend(first);
+    // The second principal sends the same headers, with its own token.
+    let second_headers = second.map(|token| {
+        let mut h: Vec<(String, String)> = given
+            .iter()
+            .filter(|(k, _)| !k.eq_ignore_ascii_case("authorization"))
+            .cloned()
+            .collect();
+        h.push(token);
+        h
+    });
     if let Some(path) = &args.config {
         let config = match read_config(path, false) {
             Ok(config) => config,
@@ -643,6 +713,9 @@ fn doctor(args: DoctorArgs) -> anyhow::Result<ExitCode> {
     let options = Options {
         target,
         allow_calls: args.allow_calls,
+        allow_load: args.allow_load,
+        headers,
+        second_headers,
         manifest,
         read_budget: args.read_budget,
         timeout: args.timeout,
