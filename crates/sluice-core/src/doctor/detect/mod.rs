@@ -488,3 +488,202 @@ mod tests {
         assert!(is(verdict_of(&r, "boundary/read-budget"), "fail"));
     }
 }
+
+/// The detectors judged on recorded observations only (no fixture can
+/// play them: auth, a non-loopback listener, a second principal, a
+/// negotiated version the fixture does not pick, a load burst), each both
+/// ways.
+#[cfg(test)]
+mod recorded {
+    use super::*;
+    use crate::doctor::observe::{Burst, HttpProbes, Outcome, SecondPrincipal, Transport};
+    use serde_json::json;
+
+    fn kind(obs: &Observations, id: &str) -> &'static str {
+        let d = DETECTORS.iter().find(|d| d.id == id).copied();
+        match verdict(&d.unwrap_or_else(|| panic!("{id}")), obs) {
+            Verdict::Pass { .. } => "pass",
+            Verdict::Fail { .. } => "fail",
+            Verdict::CouldNotJudge { .. } => "could-not-judge",
+            Verdict::NotObservable { .. } => "not-observable",
+        }
+    }
+
+    const URL: &str = "https://mcp.example/mcp";
+
+    fn behind_auth() -> Observations {
+        let prm = json!({"resource": URL, "authorization_servers": ["https://as.example"],
+            "scopes_supported": ["mcp:tools"]});
+        Observations {
+            transport: Some(Transport::Http),
+            era: Some(Era::Legacy),
+            url: Some(URL.into()),
+            http: Some(HttpProbes {
+                unauthenticated: Some(401),
+                challenge: Some(format!(
+                    "Bearer realm=\"mcp\", resource_metadata=\"{URL}/.well-known\""
+                )),
+                resource_metadata: Some(("m".into(), 200, Some(prm))),
+                issuer_metadata: vec![(
+                    "https://as.example".into(),
+                    200,
+                    Some(json!({"issuer": "https://as.example"})),
+                )],
+                ..HttpProbes::default()
+            }),
+            ..Observations::default()
+        }
+    }
+
+    fn http(obs: &mut Observations) -> &mut HttpProbes {
+        obs.http.as_mut().unwrap_or_else(|| unreachable!())
+    }
+
+    #[test]
+    fn resource_server_authorization_servers_and_scopes() {
+        let good = behind_auth();
+        for id in [
+            "S-5/resource-server",
+            "S-17/authorization-servers",
+            "S-20/scopes",
+            "S-16/http-auth",
+        ] {
+            assert_eq!(kind(&good, id), "pass", "{id}");
+        }
+        let mut bad = behind_auth();
+        http(&mut bad).challenge = Some("Bearer realm=\"mcp\"".into());
+        assert_eq!(kind(&bad, "S-5/resource-server"), "fail");
+        let mut bad = behind_auth();
+        if let Some((_, _, Some(doc))) = &mut http(&mut bad).resource_metadata {
+            doc["resource"] = json!("https://other.example/mcp");
+            doc["scopes_supported"] = json!(["mcp:tools", "*"]);
+        }
+        assert_eq!(kind(&bad, "S-5/resource-server"), "fail");
+        assert_eq!(kind(&bad, "S-20/scopes"), "fail");
+        let mut bad = behind_auth();
+        http(&mut bad).issuer_metadata[0].2 = Some(json!({"issuer": "https://evil.example"}));
+        assert_eq!(kind(&bad, "S-17/authorization-servers"), "fail");
+        if let Some((_, _, Some(doc))) = &mut http(&mut bad).resource_metadata {
+            doc["authorization_servers"] = json!([]);
+        }
+        assert_eq!(kind(&bad, "S-17/authorization-servers"), "fail");
+        // Without auth, the OAuth rules do not apply; S-16 judges the address.
+        let mut open = behind_auth();
+        http(&mut open).unauthenticated = None;
+        assert_eq!(kind(&open, "S-5/resource-server"), "pass");
+        assert_eq!(kind(&open, "S-16/http-auth"), "fail");
+        open.url = Some("http://127.0.0.1:8080/mcp".into());
+        assert_eq!(kind(&open, "S-16/http-auth"), "pass");
+    }
+
+    #[test]
+    fn sessions_and_a_second_principal() {
+        let mut obs = behind_auth();
+        obs.credentials = true;
+        http(&mut obs).session_ids = (0..5)
+            .map(|i| format!("u1:{:032x}", 0x9e37_79b9_7f4a_7c15_u128 * (i + 7)))
+            .collect();
+        assert_eq!(kind(&obs, "S-18/session-ids"), "pass");
+        assert_eq!(kind(&obs, "S-18/session-binding"), "could-not-judge");
+        obs.second = Some(SecondPrincipal::default());
+        http(&mut obs).cross_principal = Some(404);
+        assert_eq!(kind(&obs, "S-18/session-binding"), "pass");
+        http(&mut obs).cross_principal = Some(200);
+        assert_eq!(kind(&obs, "S-18/session-binding"), "fail");
+        http(&mut obs).session_ids = vec!["sess-0001".into(), "sess-0002".into()];
+        assert_eq!(kind(&obs, "S-18/session-ids"), "fail");
+        // S-26: a list that depends on who asks is private.
+        let mut modern = behind_auth();
+        modern.era = Some(Era::Modern);
+        let list = |names: &[&str], scope: &str| {
+            let tools: Vec<Value> = names.iter().map(|n| json!({"name": n})).collect();
+            json!({"tools": tools, "cacheScope": scope})
+        };
+        modern.served = vec![(
+            "tools/list".into(),
+            Outcome::Result(list(&["a", "b"], "public")),
+        )];
+        assert_eq!(kind(&modern, "S-26/cache-scope"), "could-not-judge");
+        modern.second = Some(SecondPrincipal {
+            tools_list: Some(Outcome::Result(list(&["a"], "public"))),
+        });
+        assert_eq!(kind(&modern, "S-26/cache-scope"), "fail");
+        modern.served = vec![(
+            "tools/list".into(),
+            Outcome::Result(list(&["a", "b"], "private")),
+        )];
+        modern.second = Some(SecondPrincipal {
+            tools_list: Some(Outcome::Result(list(&["a"], "private"))),
+        });
+        assert_eq!(kind(&modern, "S-26/cache-scope"), "pass");
+    }
+
+    #[test]
+    fn versioned_capabilities_completions_and_load() {
+        let mut obs = Observations {
+            transport: Some(Transport::Stdio),
+            era: Some(Era::Legacy),
+            protocol_version: Some("2025-06-18".into()),
+            handshake: Some(json!({"capabilities": {"tools": {}, "completions": {}, "tasks": {}}})),
+            ..Observations::default()
+        };
+        assert_eq!(kind(&obs, "S-14/capabilities"), "fail");
+        obs.protocol_version = Some("2025-11-25".into());
+        assert_eq!(kind(&obs, "S-14/capabilities"), "pass");
+        obs.bad_completion = Some(Outcome::Result(json!({"completion": {"values": ["x"]}})));
+        assert_eq!(kind(&obs, "S-15/completion-inputs"), "fail");
+        obs.bad_completion = Some(Outcome::Error(
+            json!({"code": -32602, "message": "no such prompt"}),
+        ));
+        assert_eq!(kind(&obs, "S-15/completion-inputs"), "pass");
+        assert_eq!(kind(&obs, "S-24/rate-limit"), "could-not-judge");
+        obs.allow_load = true;
+        obs.call_burst = Some(Burst {
+            sent: 30,
+            limited: 0,
+        });
+        obs.completion_burst = Some(Burst {
+            sent: 30,
+            limited: 28,
+        });
+        assert_eq!(kind(&obs, "S-24/rate-limit"), "fail");
+        assert_eq!(kind(&obs, "S-15/completion-rate-limit"), "pass");
+        let limited = Outcome::Error(
+            json!({"code": -32011, "message": "rate limited: too many calls",
+            "data": {"retryAfterMs": 100}}),
+        );
+        assert!(is_rate_limit_refusal(&limited));
+        assert!(!is_rate_limit_refusal(&Outcome::Error(
+            json!({"code": -32602, "message": "bad"})
+        )));
+    }
+
+    #[test]
+    fn discover_is_a_cacheable_result_and_is_error_results_are_not_schema_checked() {
+        let mut obs = Observations {
+            transport: Some(Transport::Stdio),
+            era: Some(Era::Modern),
+            discover: Some(Outcome::Result(
+                json!({"supportedVersions": ["2026-07-28"], "capabilities": {}}),
+            )),
+            ..Observations::default()
+        };
+        assert_eq!(kind(&obs, "S-4/discover"), "fail");
+        obs.discover = Some(Outcome::Result(json!({"supportedVersions": ["2026-07-28"],
+            "capabilities": {}, "ttlMs": 0, "cacheScope": "public", "resultType": "complete"})));
+        assert_eq!(kind(&obs, "S-4/discover"), "pass");
+        // sluice's read-budget refusal: isError with structuredContent of
+        // its own, not the tool's outputSchema.
+        let tool = json!({"name": "t", "outputSchema": {"type": "object", "required": ["rows"]}});
+        obs.catalog = Some(crate::doctor::observe::CatalogOutcome::Complete { counts: Vec::new() });
+        obs.tools = vec![tool.clone()];
+        obs.calls = vec![crate::doctor::observe::Call {
+            tool: "t".into(),
+            definition: tool,
+            outcome: Outcome::Result(json!({"isError": true,
+                "structuredContent": {"error": "over the read budget"}})),
+            progress: Vec::new(),
+        }];
+        assert_eq!(kind(&obs, "S-11/output-schema"), "could-not-judge");
+    }
+}
