@@ -37,7 +37,7 @@ from conftest import REAP_TIMEOUT, STOP_TIMEOUT, kill_leftovers, toml_str, wait_
 
 DOCTOR_TIMEOUT = float(os.environ.get("SLUICE_IT_DOCTOR_TIMEOUT", "120"))
 FIXTURE_BIN = Path(os.environ.get("SLUICE_FIXTURE_BIN") or H.REPO / "target" / "debug" / "sluice-fixture")
-VERDICTS = ("pass", "fail", "could-not-judge")
+VERDICTS = ("pass", "fail", "could-not-judge", "not-observable")
 
 # An environment variable given to the HTTP server the test starts: its value must never show up in a
 # report (server-everything's get-env tool returns the whole environment). The doctor starts stdio
@@ -291,7 +291,7 @@ def check_report(run: Run, *, payload: tuple[str, ...] = (), marker: str | None 
     """Everything a report must satisfy whatever the server. Returns the parsed report."""
     assert not run.leftovers, f"processes started by the doctor outlived it: {sorted(run.leftovers)}\n{run.show()}"
     report = run.report()
-    assert report.get("format") == 1, run.show()
+    assert report.get("format") == 2, run.show()
     for key in ("target", "transport", "protocol_version", "server", "findings", "summary"):
         assert key in report, f"report has no {key!r}\n{run.show()}"
     assert set(report["server"]) >= {"name", "version"}, report["server"]
@@ -300,6 +300,11 @@ def check_report(run: Run, *, payload: tuple[str, ...] = (), marker: str | None 
 
     ids = [f["id"] for f in findings]
     assert len(ids) == len(set(ids)), f"finding ids repeated: {H.duplicates(ids)}"
+    # Every rule of the standard, S-1..S-27, in order, before the other detectors.
+    rules = list(dict.fromkeys(f["rule"] for f in findings))
+    standard = [r for r in rules if r.startswith("S-")]
+    assert standard == [f"S-{n}" for n in range(1, 28)], standard
+    assert rules[: len(standard)] == standard, rules
     counts = dict.fromkeys(VERDICTS, 0)
     for f in findings:
         fid = f["id"]
@@ -313,7 +318,7 @@ def check_report(run: Run, *, payload: tuple[str, ...] = (), marker: str | None 
             assert isinstance(ev, list) and ev and all(isinstance(e, str) and e.strip() for e in ev), (
                 f"{fid}: a fail without evidence: {f}"
             )
-        if f["verdict"] == "could-not-judge":
+        if f["verdict"] in ("could-not-judge", "not-observable"):
             reason = f.get("reason")
             assert isinstance(reason, str) and reason.strip(), f"{fid}: could-not-judge without a reason: {f}"
         texts = [*(f.get("evidence") or []), f.get("note") or "", f.get("reason") or ""]
@@ -326,6 +331,7 @@ def check_report(run: Run, *, payload: tuple[str, ...] = (), marker: str | None 
         assert marker not in run.stdout, "the report quotes the server's environment (the marker value)"
 
     assert report["summary"] == counts, f"summary {report['summary']} but the findings count {counts}"
+    # A rule not observable from outside never changes the exit code.
     want_rc = 1 if counts["fail"] else 2 if counts["could-not-judge"] else 0
     assert run.returncode == want_rc, f"exit {run.returncode} but the summary {counts} means {want_rc}\n{run.show()}"
     return report
@@ -468,12 +474,10 @@ def workspace_version() -> str:
         return tomllib.load(f)["workspace"]["package"]["version"]
 
 
-def write_fixture_config(path: Path) -> Path:
+def fixture_sections() -> str:
+    """The [catalog] and [[upstream]] sections of the audited sluice: paged lists, a list tool that
+    reports progress."""
     lines = [
-        "[server]",
-        f"separator = {toml_str(H.SEPARATOR)}",
-        'request_timeout = "60s"',
-        "",
         "[catalog]",
         "list_page_size = 5  # sluice pages its own lists, so its cursors are judged too",
         "",
@@ -483,7 +487,12 @@ def write_fixture_config(path: Path) -> Path:
         'args = ["--list-tool", "good", "--page-size", "5"]',
         "prefix = false",
     ]
-    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    return "\n".join(lines) + "\n"
+
+
+def write_fixture_config(path: Path) -> Path:
+    server = ["[server]", f"separator = {toml_str(H.SEPARATOR)}", 'request_timeout = "60s"', ""]
+    path.write_text("\n".join(server) + "\n" + fixture_sections(), encoding="utf-8")
     return path
 
 
@@ -492,6 +501,27 @@ def fixture_bin() -> Path:
     if not (FIXTURE_BIN.is_file() and os.access(FIXTURE_BIN, os.X_OK)):
         pytest.fail(f"sluice-fixture not found at {FIXTURE_BIN} (cargo build -p sluice-testkit)", pytrace=False)
     return FIXTURE_BIN
+
+
+# What `sluice doctor` cannot judge on `sluice serve` without load or a second principal, and why:
+# every other rule that applies is judged, and none fails.
+SLUICE_NOT_JUDGED = {
+    "S-15/completion-rate-limit": "--allow-load",
+    "S-24/rate-limit": "--allow-load",
+    "S-25/blob-mime": "no binary content",
+    "S-26/cache-scope": "second principal",
+}
+
+
+def assert_sluice_is_clean(report: dict[str, Any], run: Run, srv: Any, not_judged: dict[str, str]) -> None:
+    assert report["transport"] == "http", run.show()
+    assert report["server"]["version"] == workspace_version(), report["server"]
+    assert report["summary"]["fail"] == 0, f"sluice serve fails its doctor:\n{describe(report)}\n{srv.stderr_tail()}"
+    got = {f["id"]: f.get("reason", "") for f in report["findings"] if f["verdict"] == "could-not-judge"}
+    assert set(got) == set(not_judged), f"could-not-judge {sorted(got)}, expected {sorted(not_judged)}\n{describe(report)}"
+    for fid, why in not_judged.items():
+        assert why in got[fid], f"{fid}: {got[fid]!r} does not say {why!r}"
+    assert run.returncode == 2, run.show()
 
 
 def test_doctor_passes_sluice_serve_with_its_manifest(
@@ -507,12 +537,56 @@ def test_doctor_passes_sluice_serve_with_its_manifest(
     manifest = H.REPO / "mcp.json"
     run = run_doctor("--json", "--manifest", str(manifest), srv.url, cwd=tmp_path)
     report = check_report(run)
-    assert report["transport"] == "http", run.show()
-    assert report["server"]["version"] == workspace_version(), report["server"]
-    not_pass = {k: v for k, v in verdicts(report).items() if v != "pass"}
-    assert not not_pass, f"sluice serve is not clean:\n{describe(report)}\n--- sluice ---\n{srv.stderr_tail()}"
-    assert run.returncode == 0, run.show()
+    assert_sluice_is_clean(report, run, srv, SLUICE_NOT_JUDGED)
+    # Without auth, the OAuth rules do not apply (loopback), and say so.
+    by_id = {f["id"]: f for f in report["findings"]}
+    assert "serves without credentials" in by_id["S-5/resource-server"]["note"], by_id["S-5/resource-server"]
     srv.note_children()  # so that the teardown checks the fixture upstream exits too
+
+
+def test_doctor_passes_sluice_serve_behind_oauth_with_two_principals(
+    tmp_path: Path, sluice_bin: Path, fixture_bin: Path
+) -> None:
+    """`[auth] mode = "oauth"` with the local authorization server of test_auth.py: the doctor gets
+    the bearer token from the environment (and a second principal's), judges the 401 challenge,
+    the protected resource metadata, the issuer's metadata and the scopes, and passes; neither
+    token appears in anything it prints."""
+    from test_auth import auth_server, oauth_block, running_sluice, server_block
+
+    with auth_server() as a:
+
+        def config(port: int) -> str:
+            return server_block() + "\n" + fixture_sections() + oauth_block(f"http://127.0.0.1:{port}/mcp", a.issuer)
+
+        def token(port: int) -> str:
+            return a.valid_rs256(f"http://127.0.0.1:{port}/mcp")
+
+        with running_sluice(tmp_path, config, {"fixture"}, token=token) as gw:
+            first = a.valid_rs256(gw.url, subject="doctor-alice")
+            second = a.valid_rs256(gw.url, subject="doctor-bob")
+            env = {"SLUICE_IT_TOKEN_A": first, "SLUICE_IT_TOKEN_B": second}
+            os.environ.update(env)
+            try:
+                run = run_doctor("--json", "--manifest", str(H.REPO / "mcp.json"), "--bearer-env", "SLUICE_IT_TOKEN_A",
+                                 "--second-bearer-env", "SLUICE_IT_TOKEN_B", gw.url, cwd=tmp_path)
+                unauthenticated = run_doctor("--json", gw.url, cwd=tmp_path)
+            finally:
+                for k in env:
+                    os.environ.pop(k, None)
+            report = check_report(run)
+            not_judged = {k: v for k, v in SLUICE_NOT_JUDGED.items() if k != "S-26/cache-scope"}
+            assert_sluice_is_clean(report, run, gw.srv, not_judged)
+            by_id = {f["id"]: f for f in report["findings"]}
+            for fid in ("S-5/resource-server", "S-16/http-auth", "S-17/authorization-servers", "S-20/scopes",
+                        "S-26/cache-scope"):
+                assert by_id[fid]["verdict"] == "pass", by_id[fid]
+            assert "not applicable" not in by_id["S-5/resource-server"].get("note", ""), by_id["S-5/resource-server"]
+            for text in (run.stdout, run.stderr, unauthenticated.stdout, unauthenticated.stderr):
+                assert first not in text and second not in text, "a token appears in the doctor's output"
+            # Without the credential: one line saying why, not a sentence per detector.
+            nobody = unauthenticated.report()
+            assert "HTTP 401" in (nobody.get("unreachable") or ""), unauthenticated.show()
+            assert unauthenticated.returncode == 2, unauthenticated.show()
 
 
 # ------------------------------------------------------------------------------------------------
