@@ -54,6 +54,22 @@ _STATIC = {
     "S-1/min-protocol-version": "could-not-judge",
     "S-7/manifest-version": "could-not-judge",
 }
+_NOT_OBSERVABLE = {  # rules about what no client can see (README, "sluice doctor")
+    "S-8/token-audience": "not-observable",
+    "S-9/consent": "not-observable",
+    "S-10/ssrf": "not-observable",
+    "S-19/authorization-url": "not-observable",
+    "S-21/sandbox": "not-observable",
+}
+_STDIO = {  # the HTTP and authorization rules: not applicable on stdio
+    "S-5/resource-server": "pass",
+    "S-16/http-auth": "pass",
+    "S-17/authorization-servers": "pass",
+    "S-18/session-ids": "pass",
+    "S-18/session-binding": "pass",
+    "S-20/scopes": "pass",
+}
+_NO_LOAD = {"S-24/rate-limit": "could-not-judge"}  # a rate limit is only probed with --allow-load
 _ENVELOPE_PASS = {  # none of the real servers has a list-style tool
     "envelope/limit-bounded": "pass",
     "envelope/silent-cap": "pass",
@@ -65,6 +81,17 @@ _ENVELOPE_PASS = {  # none of the real servers has a list-style tool
 # server-everything 2026.8.31 (speaks 2025-11-25), on stdio.
 EXPECTED_EVERYTHING_STDIO: dict[str, str] = {
     **_STATIC,
+    **_NOT_OBSERVABLE,
+    **_STDIO,
+    **_NO_LOAD,
+    "S-6/list-changed": "pass",
+    "S-14/capabilities": "pass",
+    "S-15/completion-inputs": "pass",  # a completion for an unknown prompt is an error
+    "S-15/completion-rate-limit": "could-not-judge",  # declares completions; no --allow-load
+    "S-25/uri-validation": "pass",
+    "S-25/blob-mime": "pass",  # the blob resource is base64 with a MIME type
+    "S-26/cache-scope": "pass",  # not applicable: 2025-11-25 has no cacheScope
+    "S-27/elicitation": "pass",  # no elicitation during the read-only calls
     "S-2/result-type": "pass",  # not applicable: 2025-11-25
     "S-3/cache-hints": "pass",  # not applicable: 2025-11-25
     "S-4/discover": "pass",  # not applicable: does not claim 2026-07-28
@@ -91,11 +118,23 @@ EXPECTED_EVERYTHING_HTTP: dict[str, str] = {
     **EXPECTED_EVERYTHING_STDIO,
     "S-22/origin": "fail",  # a POST with a foreign Origin is not refused with 403
     "S-23/version-header": "pass",
+    "S-18/session-binding": "could-not-judge",  # sessions, but no second principal
 }
 
 # mcp-server-time 2026.10.19 (speaks 2026-07-28), on stdio.
 EXPECTED_TIME_STDIO: dict[str, str] = {
     **_STATIC,
+    **_NOT_OBSERVABLE,
+    **_STDIO,
+    **_NO_LOAD,
+    "S-6/list-changed": "fail",  # capabilities.tools without listChanged
+    "S-14/capabilities": "pass",  # not applicable: 2026-07-28
+    "S-15/completion-inputs": "pass",  # not applicable: no completions
+    "S-15/completion-rate-limit": "pass",  # not applicable: no completions
+    "S-25/uri-validation": "pass",  # not applicable: no resources
+    "S-25/blob-mime": "could-not-judge",  # no binary content served
+    "S-26/cache-scope": "could-not-judge",  # 2026-07-28, but no second principal
+    "S-27/elicitation": "pass",
     "S-2/result-type": "pass",
     "S-3/cache-hints": "pass",
     "S-4/discover": "pass",
@@ -120,6 +159,17 @@ EXPECTED_TIME_STDIO: dict[str, str] = {
 # server-everything 2025.12.18 (speaks 2025-11-25; 100 resources, 10 per page), on stdio.
 EXPECTED_EVERYTHING_2025_STDIO: dict[str, str] = {
     **_STATIC,
+    **_NOT_OBSERVABLE,
+    **_STDIO,
+    **_NO_LOAD,
+    "S-6/list-changed": "fail",  # capabilities.tools without listChanged
+    "S-14/capabilities": "pass",
+    "S-15/completion-inputs": "fail",  # a completion for a prompt that does not exist is answered
+    "S-15/completion-rate-limit": "could-not-judge",
+    "S-25/uri-validation": "pass",
+    "S-25/blob-mime": "could-not-judge",  # the first resource is text
+    "S-26/cache-scope": "pass",  # not applicable: 2025-11-25
+    "S-27/elicitation": "could-not-judge",  # no read-only tool, so nothing called
     "S-2/result-type": "pass",  # not applicable: 2025-11-25
     "S-3/cache-hints": "pass",  # not applicable: 2025-11-25
     "S-4/discover": "pass",  # not applicable
@@ -127,7 +177,7 @@ EXPECTED_EVERYTHING_2025_STDIO: dict[str, str] = {
     "S-11/output-schema": "could-not-judge",  # no read-only tool
     "S-11/error-codes": "pass",
     "S-12/invalid-cursor": "fail",  # tools/list with an unknown cursor serves a page
-    "S-12/opaque-cursor": "fail",  # resources/list cursors are base64 of a plain offset
+    "S-12/opaque-cursor": "fail",  # resources/list cursors decode (base64) to a plain offset
     "S-12/pagination": "pass",
     "S-13/progress": "could-not-judge",  # no read-only tool, so nothing called
     "S-14/version-echo": "pass",
