@@ -47,7 +47,7 @@ impl Report {
             } else {
                 format!(": {detail}")
             };
-            let _ = writeln!(out, "  {mark}  {:<26} {}{detail}", f.id, f.title);
+            let _ = writeln!(out, "  {mark}  {:<28} {}{detail}", f.id, f.title);
             if let Verdict::Fail { evidence } = &f.verdict {
                 for e in evidence {
                     let _ = writeln!(out, "          - {e}");
