@@ -342,6 +342,17 @@ async fn observe(options: &Options) -> Observations {
     obs
 }
 
+/// The URI of the first resource listed, if any.
+fn first_resource(obs: &Observations) -> Option<String> {
+    obs.served
+        .iter()
+        .find(|(m, _)| m == "resources/list")
+        .and_then(|(_, o)| o.result())
+        .and_then(|r| r.pointer("/resources/0/uri"))
+        .and_then(Value::as_str)
+        .map(str::to_owned)
+}
+
 fn completion_params(prompt: &str) -> Value {
     json!({"ref": {"type": "ref/prompt", "name": prompt}, "argument": {"name": "a", "value": ""}})
 }
@@ -349,14 +360,7 @@ fn completion_params(prompt: &str) -> Value {
 /// `resources/read` of a path traversal beside the first listed resource,
 /// and of a scheme no server has.
 async fn bad_reads(conn: &Connection, obs: &mut Observations, timeout: Duration) {
-    let first = obs
-        .served
-        .iter()
-        .find(|(m, _)| m == "resources/list")
-        .and_then(|(_, o)| o.result())
-        .and_then(|r| r.pointer("/resources/0/uri"))
-        .and_then(Value::as_str)
-        .map(str::to_owned);
+    let first = first_resource(obs);
     let mut probes = vec![(
         "an unknown scheme".to_owned(),
         "sluice-doctor-unknown:///etc/passwd".to_owned(),
@@ -519,15 +523,7 @@ async fn serve_lists(conn: &Connection, obs: &mut Observations, timeout: Duratio
             }
         }
     }
-    let first_resource = obs
-        .served
-        .iter()
-        .find(|(m, _)| m == "resources/list")
-        .and_then(|(_, o)| o.result())
-        .and_then(|r| r.pointer("/resources/0/uri"))
-        .and_then(Value::as_str)
-        .map(str::to_owned);
-    if let Some(uri) = first_resource {
+    if let Some(uri) = first_resource(obs) {
         let read = request(conn, "resources/read", json!({"uri": uri}), timeout).await;
         obs.served.push(("resources/read".into(), read));
     }
@@ -579,11 +575,7 @@ async fn call_tools(conn: &Connection, obs: &mut Observations, options: &Options
                 .into_iter()
                 .flat_map(|m| m.values())
                 .filter(|r| r.get("method").and_then(Value::as_str) == Some("elicitation/create"))
-                .map(|r| {
-                    r.pointer("/params/requestedSchema")
-                        .cloned()
-                        .unwrap_or(Value::Null)
-                }),
+                .map(|r| r.get("params").cloned().unwrap_or(Value::Null)),
         );
         // Paging a tool calls it many times: read-only tools only, even
         // with --allow-calls.
@@ -602,8 +594,8 @@ async fn call_tools(conn: &Connection, obs: &mut Observations, options: &Options
 }
 
 /// One `tools/call` with a progress token; the answer, the progress
-/// notifications that came with it, and the `requestedSchema` of each
-/// elicitation asked meanwhile.
+/// notifications that came with it, and the params of each elicitation
+/// asked meanwhile.
 async fn call(
     conn: &Connection,
     name: &str,
@@ -634,12 +626,7 @@ async fn call(
             params,
             reply,
         } if method == "elicitation/create" => {
-            asked.push(
-                params
-                    .get("requestedSchema")
-                    .cloned()
-                    .unwrap_or(Value::Null),
-            );
+            asked.push(params);
             let _ = reply.send(Ok(json!({"action": "decline"})));
         }
         Related::Request { reply, .. } => {

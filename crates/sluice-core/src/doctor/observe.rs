@@ -182,7 +182,8 @@ pub struct Observations {
     pub bad_reads: Vec<(String, Outcome)>,
     /// `completion/complete` for a prompt that does not exist.
     pub bad_completion: Option<Outcome>,
-    /// The `requestedSchema` of each elicitation asked during a call.
+    /// The params of each elicitation asked during a call (`message`,
+    /// `requestedSchema`).
     pub elicitations: Vec<Value>,
     /// `--allow-load`: bursts of `completion/complete` and of a read-only
     /// tool's calls.

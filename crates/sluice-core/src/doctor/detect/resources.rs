@@ -1,6 +1,7 @@
 //! What a server reads and asks for: S-25 (resource URIs validated before
 //! they are read; binary contents base64 with a valid MIME type) and S-27
-//! (no elicitation asks for sensitive data).
+//! (no elicitation asks for sensitive data: the gateway's own judgement,
+//! [`crate::elicitation::sensitive_fields`]).
 
 use base64::Engine;
 use serde_json::Value;
@@ -9,6 +10,7 @@ use super::lists::capabilities;
 use super::{cannot, fail, pass_note};
 use crate::doctor::Verdict;
 use crate::doctor::observe::{Observations, Outcome};
+use crate::elicitation;
 
 pub(super) fn uri_validation(obs: &Observations) -> Verdict {
     if capabilities(obs).and_then(|c| c.get("resources")).is_none() {
@@ -116,51 +118,6 @@ pub(super) fn blob_mime(obs: &Observations) -> Verdict {
     }
 }
 
-/// Words that name sensitive data in an elicitation field's name, title or
-/// description.
-const SENSITIVE: [&str; 14] = [
-    "password",
-    "passwd",
-    "passphrase",
-    "secret",
-    "token",
-    "api key",
-    "apikey",
-    "credential",
-    "private key",
-    "credit card",
-    "card number",
-    "cvv",
-    "social security",
-    "iban",
-];
-
-/// The elicitation fields whose name, title or description names sensitive
-/// data.
-fn sensitive_fields(schema: &Value) -> Vec<String> {
-    let props = schema.get("properties").and_then(Value::as_object);
-    props
-        .into_iter()
-        .flatten()
-        .filter(|(name, prop)| {
-            let text = [
-                name.as_str(),
-                prop.get("title")
-                    .and_then(Value::as_str)
-                    .unwrap_or_default(),
-                prop.get("description")
-                    .and_then(Value::as_str)
-                    .unwrap_or_default(),
-            ]
-            .join(" ")
-            .to_lowercase()
-            .replace(['_', '-'], " ");
-            SENSITIVE.iter().any(|w| text.contains(w))
-        })
-        .map(|(name, _)| name.clone())
-        .collect()
-}
-
 pub(super) fn elicitation(obs: &Observations) -> Verdict {
     if obs.calls.is_empty() {
         return cannot("no tool was called, so no elicitation could be seen");
@@ -168,7 +125,7 @@ pub(super) fn elicitation(obs: &Observations) -> Verdict {
     let evidence: Vec<String> = obs
         .elicitations
         .iter()
-        .flat_map(sensitive_fields)
+        .flat_map(elicitation::sensitive_fields)
         .map(|f| format!("an elicitation asks for field {f:?}, which names sensitive data"))
         .collect();
     if !evidence.is_empty() {
@@ -187,13 +144,30 @@ mod tests {
     use serde_json::json;
 
     #[test]
-    fn mime_types_and_sensitive_fields() {
+    fn mime_types() {
         assert!(valid_mime("image/png"));
         assert!(valid_mime("text/plain; charset=utf-8"));
         assert!(!valid_mime("png"));
         assert!(!valid_mime("image/"));
-        let schema = json!({"properties": {"name": {"type": "string"},
-            "pw": {"type": "string", "title": "Your Password"}, "api_key": {"type": "string"}}});
-        assert_eq!(sensitive_fields(&schema), vec!["pw", "api_key"]);
+    }
+
+    #[test]
+    fn sensitive_elicitations_fail() {
+        let mut obs = Observations {
+            calls: vec![crate::doctor::observe::Call {
+                tool: "t".into(),
+                definition: json!({}),
+                outcome: Outcome::Result(json!({"content": []})),
+                progress: Vec::new(),
+            }],
+            ..Observations::default()
+        };
+        obs.elicitations = vec![json!({"message": "Your name?", "requestedSchema": {
+            "properties": {"name": {"type": "string"}}}})];
+        assert!(matches!(elicitation(&obs), Verdict::Pass { .. }));
+        obs.elicitations
+            .push(json!({"message": "Log in", "requestedSchema": {
+            "properties": {"pw": {"type": "string", "title": "Your Password"}}}}));
+        assert!(matches!(elicitation(&obs), Verdict::Fail { .. }));
     }
 }
