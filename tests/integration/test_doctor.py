@@ -594,6 +594,27 @@ def test_doctor_passes_sluice_serve_with_its_manifest(
     srv.note_children()  # so that the teardown checks the fixture upstream exits too
 
 
+def test_doctor_sees_sluices_rate_limits_with_allow_load(
+    tmp_path: Path, sluice_bin: Path, fixture_bin: Path, sluice_servers: Any
+) -> None:
+    """`--allow-load`: bursts of tool calls and completions against a sluice whose upstream has a
+    `rate_limit`: both S-15's and S-24's rate limits pass (the fixture alone fails S-24:
+    crates/sluice-cli/tests/doctor.rs)."""
+    config = write_fixture_config(tmp_path / "sluice.toml")
+    config.write_text(config.read_text(encoding="utf-8") + 'rate_limit = "10/min"\n', encoding="utf-8")
+    srv = sluice_servers(["--config", str(config)], tmp_path / "sluice.log", {"fixture"})
+    run = run_doctor("--json", "--allow-load", "--manifest", str(H.REPO / "mcp.json"), srv.url, cwd=tmp_path)
+    report = check_report(run)
+    not_judged = {k: v for k, v in SLUICE_NOT_JUDGED.items() if "--allow-load" not in v}
+    # The limit also stops the walk of list_items one row at a time (120 calls).
+    not_judged["envelope/silent-cap"] = "paged one row at a time"
+    assert_sluice_is_clean(report, run, srv, not_judged)
+    by_id = {f["id"]: f for f in report["findings"]}
+    for fid in ("S-15/completion-rate-limit", "S-24/rate-limit"):
+        assert by_id[fid]["verdict"] == "pass" and "refused" in by_id[fid]["note"], by_id[fid]
+    srv.note_children()
+
+
 def test_doctor_passes_sluice_serve_behind_oauth_with_two_principals(
     tmp_path: Path, sluice_bin: Path, fixture_bin: Path
 ) -> None:

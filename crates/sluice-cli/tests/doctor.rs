@@ -405,6 +405,19 @@ fn new_rule_detectors() {
         finding(&stdio(&CLEAN, None), "S-27/elicitation")["verdict"],
         "pass"
     );
+    // The fixture limits nothing: under --allow-load, S-24 fails (sluice
+    // with a rate_limit passes it: tests/integration/test_doctor.py).
+    let mut cli = vec!["--allow-load".to_owned(), "--".to_owned(), fixture_bin()];
+    cli.extend(CLEAN.iter().map(|a| (*a).to_owned()));
+    let (report, _) = run(&cli);
+    let f = finding(&report, "S-24/rate-limit");
+    assert_eq!(f["verdict"], "fail", "{f}");
+    assert!(
+        f["evidence"]
+            .to_string()
+            .contains("30 tools/call requests sent in a burst, none refused as rate limited"),
+        "{f}"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread")]
