@@ -627,7 +627,10 @@ def test_doctor_passes_sluice_serve_behind_oauth_with_two_principals(
     with auth_server() as a:
 
         def config(port: int) -> str:
-            return server_block() + "\n" + fixture_sections() + oauth_block(f"http://127.0.0.1:{port}/mcp", a.issuer)
+            # `read_big` needs a scope the token lacks: it is refused with a challenge (S-20).
+            requires = [("fixture", "read_big", ["echo:call"])]
+            return (server_block() + "\n" + fixture_sections()
+                    + oauth_block(f"http://127.0.0.1:{port}/mcp", a.issuer, requires=requires))
 
         def token(port: int) -> str:
             return a.valid_rs256(f"http://127.0.0.1:{port}/mcp")
@@ -654,6 +657,8 @@ def test_doctor_passes_sluice_serve_behind_oauth_with_two_principals(
             assert "not applicable" not in by_id["S-5/resource-server"].get("note", ""), by_id["S-5/resource-server"]
             for text in (run.stdout, run.stderr, unauthenticated.stdout, unauthenticated.stderr):
                 assert first not in text and second not in text, "a token appears in the doctor's output"
+            # A tool whose scope the token lacks: its 403 challenge names the scope (S-20).
+            assert "insufficient_scope challenge(s) name their scopes" in by_id["S-20/scopes"]["note"], by_id["S-20/scopes"]
             # Without the credential: one line saying why, not a sentence per detector.
             nobody = unauthenticated.report()
             assert "HTTP 401" in (nobody.get("unreachable") or ""), unauthenticated.show()

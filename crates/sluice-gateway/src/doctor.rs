@@ -334,12 +334,41 @@ async fn observe(options: &Options) -> Observations {
             Some(request(&conn, "completion/complete", bogus, options.timeout).await);
     }
     call_tools(&conn, &mut obs, options).await;
+    if let Some(endpoint) = &endpoint
+        && description.era == Era::Modern
+    {
+        refused_calls(endpoint, &mut obs).await;
+    }
     if options.allow_load {
         load(&conn, &mut obs, options.timeout).await;
     }
     obs.stray_progress = conn.stray_progress();
     conn.shutdown(Duration::from_secs(2)).await;
     obs
+}
+
+/// Each refused tool call sent again raw, for the challenge of a 403 (S-20:
+/// an `insufficient_scope` challenge names the scopes).
+async fn refused_calls(endpoint: &Endpoint<'_>, obs: &mut Observations) {
+    let refused: Vec<(String, Value)> = obs
+        .calls
+        .iter()
+        .filter(|c| matches!(c.outcome, Outcome::Error(_) | Outcome::Failed(_)))
+        .map(|c| {
+            let schema = c.definition.get("inputSchema").unwrap_or(&Value::Null);
+            (
+                c.tool.clone(),
+                plan::arguments_for(schema).unwrap_or(json!({})),
+            )
+        })
+        .collect();
+    for (tool, arguments) in refused {
+        if let Some((403, challenge)) = http::raw_call(endpoint, &tool, &arguments).await
+            && let Some(probes) = obs.http.as_mut()
+        {
+            probes.refused_calls.push((tool, challenge));
+        }
+    }
 }
 
 /// The URI of the first resource listed, if any.

@@ -107,6 +107,9 @@ pub struct HttpProbes {
     /// The status of a request in a session opened by the first principal
     /// but sent with the second one's credentials.
     pub cross_principal: Option<u16>,
+    /// The `WWW-Authenticate` header of each 403 a refused tool call got
+    /// when sent again raw (2026-07-28): `(tool, header)`.
+    pub refused_calls: Vec<(String, Option<String>)>,
 }
 
 /// What a second principal (`--second-bearer-env`) was served.

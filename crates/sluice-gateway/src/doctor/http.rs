@@ -420,6 +420,24 @@ pub(super) async fn second_tools_list(endpoint: &Endpoint<'_>) -> Outcome {
     }
 }
 
+/// A 2026-07-28 `tools/call` sent raw: its status and `WWW-Authenticate`
+/// header, which the connector does not keep.
+pub(super) async fn raw_call(
+    endpoint: &Endpoint<'_>,
+    name: &str,
+    arguments: &Value,
+) -> Option<(u16, Option<String>)> {
+    let mut call = modern_message("tools/call", protocol::MODERN_VERSION);
+    call["params"]["name"] = json!(name);
+    call["params"]["arguments"] = arguments.clone();
+    let headers = [
+        ("mcp-protocol-version", protocol::MODERN_VERSION),
+        ("mcp-method", "tools/call"),
+    ];
+    let answer = endpoint.post(As::First, &call, &headers).await.ok()?;
+    Some((answer.status, answer.challenge))
+}
+
 /// A request that is right in every way but its `MCP-Protocol-Version`
 /// header (1999-01-01): a modern `tools/list` whose `_meta` names 2026-07-28,
 /// or a legacy `tools/list` in a freshly opened session.

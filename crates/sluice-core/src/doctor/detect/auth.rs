@@ -180,11 +180,31 @@ pub(super) fn scopes(obs: &Observations) -> Verdict {
         Err(v) => return v,
     };
     let mut evidence = Vec::new();
-    if let Some(c) = &http.challenge
-        && c.contains("insufficient_scope")
-        && !c.contains("scope=")
-    {
-        evidence.push("an insufficient_scope challenge names no scope".into());
+    let challenges = http
+        .challenge
+        .iter()
+        .map(|c| ("the 401", c))
+        .chain(
+            http.refused_calls
+                .iter()
+                .filter_map(|(tool, c)| c.as_ref().map(|c| (tool.as_str(), c))),
+        )
+        .filter(|(_, c)| c.contains("insufficient_scope"));
+    let mut scoped = 0;
+    for (place, c) in challenges {
+        scoped += 1;
+        // `error="insufficient_scope"` is not a `scope=` parameter.
+        let names_scope = c.split(',').any(|p| {
+            p.trim()
+                .trim_start_matches("Bearer ")
+                .trim()
+                .starts_with("scope=")
+        });
+        if !names_scope {
+            evidence.push(format!(
+                "{place}: an insufficient_scope challenge names no scope"
+            ));
+        }
     }
     let doc = match metadata(http) {
         Ok(doc) => doc,
@@ -206,11 +226,15 @@ pub(super) fn scopes(obs: &Observations) -> Verdict {
     if !evidence.is_empty() {
         return fail(evidence);
     }
+    let challenged = match scoped {
+        0 => String::new(),
+        n => format!("; {n} insufficient_scope challenge(s) name their scopes"),
+    };
     if scopes.is_empty() {
-        pass_note("no scopes_supported published")
+        pass_note(format!("no scopes_supported published{challenged}"))
     } else {
         pass_note(format!(
-            "{} scope(s) published, none a wildcard",
+            "{} scope(s) published, none a wildcard{challenged}",
             scopes.len()
         ))
     }

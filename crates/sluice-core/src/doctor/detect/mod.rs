@@ -560,6 +560,17 @@ mod recorded {
         }
         assert_eq!(kind(&bad, "S-5/resource-server"), "fail");
         assert_eq!(kind(&bad, "S-20/scopes"), "fail");
+        // A refused call's challenge names the scope it lacks, or fails.
+        let mut scoped = behind_auth();
+        let challenge = |scope: &str| {
+            Some(format!(
+                "Bearer realm=\"mcp\", error=\"insufficient_scope\"{scope}"
+            ))
+        };
+        http(&mut scoped).refused_calls = vec![("t".into(), challenge(", scope=\"files:write\""))];
+        assert_eq!(kind(&scoped, "S-20/scopes"), "pass");
+        http(&mut scoped).refused_calls = vec![("t".into(), challenge(""))];
+        assert_eq!(kind(&scoped, "S-20/scopes"), "fail");
         let mut bad = behind_auth();
         http(&mut bad).issuer_metadata[0].2 = Some(json!({"issuer": "https://evil.example"}));
         assert_eq!(kind(&bad, "S-17/authorization-servers"), "fail");
