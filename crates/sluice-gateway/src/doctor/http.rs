@@ -433,6 +433,7 @@ pub(super) async fn raw_call(
     let headers = [
         ("mcp-protocol-version", protocol::MODERN_VERSION),
         ("mcp-method", "tools/call"),
+        ("mcp-name", name),
     ];
     let answer = endpoint.post(As::First, &call, &headers).await.ok()?;
     Some((answer.status, answer.challenge))
