@@ -48,6 +48,26 @@ fn metadata(http: &HttpProbes) -> Result<&serde_json::Map<String, Value>, Verdic
     }
 }
 
+/// The strings of the metadata's list `field` (empty when absent); a
+/// missing or broken document is S-5's failure, and leaves this rule
+/// unjudged.
+fn listed<'a>(http: &'a HttpProbes, field: &str) -> Result<Vec<&'a str>, Verdict> {
+    let doc = match metadata(http) {
+        Ok(doc) => doc,
+        Err(Verdict::Fail { .. }) => {
+            return Err(cannot(format!(
+                "no protected resource metadata to read {field} from"
+            )));
+        }
+        Err(v) => return Err(v),
+    };
+    Ok(doc
+        .get(field)
+        .and_then(Value::as_array)
+        .map(|a| a.iter().filter_map(Value::as_str).collect())
+        .unwrap_or_default())
+}
+
 pub(super) fn resource_server(obs: &Observations) -> Verdict {
     let http = match behind_auth(obs) {
         Ok(h) => h,
@@ -124,18 +144,10 @@ pub(super) fn authorization_servers(obs: &Observations) -> Verdict {
         Ok(h) => h,
         Err(v) => return v,
     };
-    let doc = match metadata(http) {
-        Ok(doc) => doc,
-        Err(Verdict::Fail { .. }) => {
-            return cannot("no protected resource metadata to read authorization_servers from");
-        }
+    let servers = match listed(http, "authorization_servers") {
+        Ok(s) => s,
         Err(v) => return v,
     };
-    let servers: Vec<&str> = doc
-        .get("authorization_servers")
-        .and_then(Value::as_array)
-        .map(|a| a.iter().filter_map(Value::as_str).collect())
-        .unwrap_or_default();
     if servers.is_empty() {
         return fail(vec![
             "the protected resource metadata names no authorization_servers".into(),
@@ -206,18 +218,10 @@ pub(super) fn scopes(obs: &Observations) -> Verdict {
             ));
         }
     }
-    let doc = match metadata(http) {
-        Ok(doc) => doc,
-        Err(Verdict::Fail { .. }) => {
-            return cannot("no protected resource metadata to read scopes_supported from");
-        }
+    let scopes = match listed(http, "scopes_supported") {
+        Ok(s) => s,
         Err(v) => return v,
     };
-    let scopes: Vec<&str> = doc
-        .get("scopes_supported")
-        .and_then(Value::as_array)
-        .map(|a| a.iter().filter_map(Value::as_str).collect())
-        .unwrap_or_default();
     for s in &scopes {
         if WILDCARD_SCOPES.contains(&s.to_ascii_lowercase().as_str()) {
             evidence.push(format!("scopes_supported names the wildcard scope {s:?}"));
