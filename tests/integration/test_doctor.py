@@ -37,7 +37,7 @@ from conftest import REAP_TIMEOUT, STOP_TIMEOUT, kill_leftovers, toml_str, wait_
 
 DOCTOR_TIMEOUT = float(os.environ.get("SLUICE_IT_DOCTOR_TIMEOUT", "120"))
 FIXTURE_BIN = Path(os.environ.get("SLUICE_FIXTURE_BIN") or H.REPO / "target" / "debug" / "sluice-fixture")
-VERDICTS = ("pass", "fail", "could-not-judge")
+VERDICTS = ("pass", "fail", "could-not-judge", "not-observable")
 
 # An environment variable given to the HTTP server the test starts: its value must never show up in a
 # report (server-everything's get-env tool returns the whole environment). The doctor starts stdio
@@ -54,6 +54,22 @@ _STATIC = {
     "S-1/min-protocol-version": "could-not-judge",
     "S-7/manifest-version": "could-not-judge",
 }
+_NOT_OBSERVABLE = {  # rules about what no client can see (README, "sluice doctor")
+    "S-8/token-audience": "not-observable",
+    "S-9/consent": "not-observable",
+    "S-10/ssrf": "not-observable",
+    "S-19/authorization-url": "not-observable",
+    "S-21/sandbox": "not-observable",
+}
+_STDIO = {  # the HTTP and authorization rules: not applicable on stdio
+    "S-5/resource-server": "pass",
+    "S-16/http-auth": "pass",
+    "S-17/authorization-servers": "pass",
+    "S-18/session-ids": "pass",
+    "S-18/session-binding": "pass",
+    "S-20/scopes": "pass",
+}
+_NO_LOAD = {"S-24/rate-limit": "could-not-judge"}  # a rate limit is only probed with --allow-load
 _ENVELOPE_PASS = {  # none of the real servers has a list-style tool
     "envelope/limit-bounded": "pass",
     "envelope/silent-cap": "pass",
@@ -65,6 +81,17 @@ _ENVELOPE_PASS = {  # none of the real servers has a list-style tool
 # server-everything 2026.8.31 (speaks 2025-11-25), on stdio.
 EXPECTED_EVERYTHING_STDIO: dict[str, str] = {
     **_STATIC,
+    **_NOT_OBSERVABLE,
+    **_STDIO,
+    **_NO_LOAD,
+    "S-6/list-changed": "pass",
+    "S-14/capabilities": "pass",
+    "S-15/completion-inputs": "pass",  # a completion for an unknown prompt is an error
+    "S-15/completion-rate-limit": "could-not-judge",  # declares completions; no --allow-load
+    "S-25/uri-validation": "pass",
+    "S-25/blob-mime": "pass",  # the blob resource is base64 with a MIME type
+    "S-26/cache-scope": "pass",  # not applicable: 2025-11-25 has no cacheScope
+    "S-27/elicitation": "pass",  # no elicitation during the read-only calls
     "S-2/result-type": "pass",  # not applicable: 2025-11-25
     "S-3/cache-hints": "pass",  # not applicable: 2025-11-25
     "S-4/discover": "pass",  # not applicable: does not claim 2026-07-28
@@ -91,11 +118,23 @@ EXPECTED_EVERYTHING_HTTP: dict[str, str] = {
     **EXPECTED_EVERYTHING_STDIO,
     "S-22/origin": "fail",  # a POST with a foreign Origin is not refused with 403
     "S-23/version-header": "pass",
+    "S-18/session-binding": "could-not-judge",  # sessions, but no second principal
 }
 
 # mcp-server-time 2026.10.19 (speaks 2026-07-28), on stdio.
 EXPECTED_TIME_STDIO: dict[str, str] = {
     **_STATIC,
+    **_NOT_OBSERVABLE,
+    **_STDIO,
+    **_NO_LOAD,
+    "S-6/list-changed": "fail",  # capabilities.tools without listChanged
+    "S-14/capabilities": "pass",  # not applicable: 2026-07-28
+    "S-15/completion-inputs": "pass",  # not applicable: no completions
+    "S-15/completion-rate-limit": "pass",  # not applicable: no completions
+    "S-25/uri-validation": "pass",  # not applicable: no resources
+    "S-25/blob-mime": "could-not-judge",  # no binary content served
+    "S-26/cache-scope": "could-not-judge",  # 2026-07-28, but no second principal
+    "S-27/elicitation": "pass",
     "S-2/result-type": "pass",
     "S-3/cache-hints": "pass",
     "S-4/discover": "pass",
@@ -120,6 +159,17 @@ EXPECTED_TIME_STDIO: dict[str, str] = {
 # server-everything 2025.12.18 (speaks 2025-11-25; 100 resources, 10 per page), on stdio.
 EXPECTED_EVERYTHING_2025_STDIO: dict[str, str] = {
     **_STATIC,
+    **_NOT_OBSERVABLE,
+    **_STDIO,
+    **_NO_LOAD,
+    "S-6/list-changed": "fail",  # capabilities.tools without listChanged
+    "S-14/capabilities": "pass",
+    "S-15/completion-inputs": "fail",  # a completion for a prompt that does not exist is answered
+    "S-15/completion-rate-limit": "could-not-judge",
+    "S-25/uri-validation": "pass",
+    "S-25/blob-mime": "could-not-judge",  # the first resource is text
+    "S-26/cache-scope": "pass",  # not applicable: 2025-11-25
+    "S-27/elicitation": "could-not-judge",  # no read-only tool, so nothing called
     "S-2/result-type": "pass",  # not applicable: 2025-11-25
     "S-3/cache-hints": "pass",  # not applicable: 2025-11-25
     "S-4/discover": "pass",  # not applicable
@@ -127,7 +177,7 @@ EXPECTED_EVERYTHING_2025_STDIO: dict[str, str] = {
     "S-11/output-schema": "could-not-judge",  # no read-only tool
     "S-11/error-codes": "pass",
     "S-12/invalid-cursor": "fail",  # tools/list with an unknown cursor serves a page
-    "S-12/opaque-cursor": "fail",  # resources/list cursors are base64 of a plain offset
+    "S-12/opaque-cursor": "fail",  # resources/list cursors decode (base64) to a plain offset
     "S-12/pagination": "pass",
     "S-13/progress": "could-not-judge",  # no read-only tool, so nothing called
     "S-14/version-echo": "pass",
@@ -291,7 +341,7 @@ def check_report(run: Run, *, payload: tuple[str, ...] = (), marker: str | None 
     """Everything a report must satisfy whatever the server. Returns the parsed report."""
     assert not run.leftovers, f"processes started by the doctor outlived it: {sorted(run.leftovers)}\n{run.show()}"
     report = run.report()
-    assert report.get("format") == 1, run.show()
+    assert report.get("format") == 2, run.show()
     for key in ("target", "transport", "protocol_version", "server", "findings", "summary"):
         assert key in report, f"report has no {key!r}\n{run.show()}"
     assert set(report["server"]) >= {"name", "version"}, report["server"]
@@ -300,6 +350,11 @@ def check_report(run: Run, *, payload: tuple[str, ...] = (), marker: str | None 
 
     ids = [f["id"] for f in findings]
     assert len(ids) == len(set(ids)), f"finding ids repeated: {H.duplicates(ids)}"
+    # Every rule of the standard, S-1..S-27, in order, before the other detectors.
+    rules = list(dict.fromkeys(f["rule"] for f in findings))
+    standard = [r for r in rules if r.startswith("S-")]
+    assert standard == [f"S-{n}" for n in range(1, 28)], standard
+    assert rules[: len(standard)] == standard, rules
     counts = dict.fromkeys(VERDICTS, 0)
     for f in findings:
         fid = f["id"]
@@ -313,7 +368,7 @@ def check_report(run: Run, *, payload: tuple[str, ...] = (), marker: str | None 
             assert isinstance(ev, list) and ev and all(isinstance(e, str) and e.strip() for e in ev), (
                 f"{fid}: a fail without evidence: {f}"
             )
-        if f["verdict"] == "could-not-judge":
+        if f["verdict"] in ("could-not-judge", "not-observable"):
             reason = f.get("reason")
             assert isinstance(reason, str) and reason.strip(), f"{fid}: could-not-judge without a reason: {f}"
         texts = [*(f.get("evidence") or []), f.get("note") or "", f.get("reason") or ""]
@@ -326,6 +381,7 @@ def check_report(run: Run, *, payload: tuple[str, ...] = (), marker: str | None 
         assert marker not in run.stdout, "the report quotes the server's environment (the marker value)"
 
     assert report["summary"] == counts, f"summary {report['summary']} but the findings count {counts}"
+    # A rule not observable from outside never changes the exit code.
     want_rc = 1 if counts["fail"] else 2 if counts["could-not-judge"] else 0
     assert run.returncode == want_rc, f"exit {run.returncode} but the summary {counts} means {want_rc}\n{run.show()}"
     return report
@@ -468,12 +524,10 @@ def workspace_version() -> str:
         return tomllib.load(f)["workspace"]["package"]["version"]
 
 
-def write_fixture_config(path: Path) -> Path:
+def fixture_sections() -> str:
+    """The [catalog] and [[upstream]] sections of the audited sluice: paged lists, a list tool that
+    reports progress."""
     lines = [
-        "[server]",
-        f"separator = {toml_str(H.SEPARATOR)}",
-        'request_timeout = "60s"',
-        "",
         "[catalog]",
         "list_page_size = 5  # sluice pages its own lists, so its cursors are judged too",
         "",
@@ -483,7 +537,12 @@ def write_fixture_config(path: Path) -> Path:
         'args = ["--list-tool", "good", "--page-size", "5"]',
         "prefix = false",
     ]
-    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    return "\n".join(lines) + "\n"
+
+
+def write_fixture_config(path: Path) -> Path:
+    server = ["[server]", f"separator = {toml_str(H.SEPARATOR)}", 'request_timeout = "60s"', ""]
+    path.write_text("\n".join(server) + "\n" + fixture_sections(), encoding="utf-8")
     return path
 
 
@@ -492,6 +551,27 @@ def fixture_bin() -> Path:
     if not (FIXTURE_BIN.is_file() and os.access(FIXTURE_BIN, os.X_OK)):
         pytest.fail(f"sluice-fixture not found at {FIXTURE_BIN} (cargo build -p sluice-testkit)", pytrace=False)
     return FIXTURE_BIN
+
+
+# What `sluice doctor` cannot judge on `sluice serve` without load or a second principal, and why:
+# every other rule that applies is judged, and none fails.
+SLUICE_NOT_JUDGED = {
+    "S-15/completion-rate-limit": "--allow-load",
+    "S-24/rate-limit": "--allow-load",
+    "S-25/blob-mime": "no binary content",
+    "S-26/cache-scope": "second principal",
+}
+
+
+def assert_sluice_is_clean(report: dict[str, Any], run: Run, srv: Any, not_judged: dict[str, str]) -> None:
+    assert report["transport"] == "http", run.show()
+    assert report["server"]["version"] == workspace_version(), report["server"]
+    assert report["summary"]["fail"] == 0, f"sluice serve fails its doctor:\n{describe(report)}\n{srv.stderr_tail()}"
+    got = {f["id"]: f.get("reason", "") for f in report["findings"] if f["verdict"] == "could-not-judge"}
+    assert set(got) == set(not_judged), f"could-not-judge {sorted(got)}, expected {sorted(not_judged)}\n{describe(report)}"
+    for fid, why in not_judged.items():
+        assert why in got[fid], f"{fid}: {got[fid]!r} does not say {why!r}"
+    assert run.returncode == 2, run.show()
 
 
 def test_doctor_passes_sluice_serve_with_its_manifest(
@@ -507,12 +587,82 @@ def test_doctor_passes_sluice_serve_with_its_manifest(
     manifest = H.REPO / "mcp.json"
     run = run_doctor("--json", "--manifest", str(manifest), srv.url, cwd=tmp_path)
     report = check_report(run)
-    assert report["transport"] == "http", run.show()
-    assert report["server"]["version"] == workspace_version(), report["server"]
-    not_pass = {k: v for k, v in verdicts(report).items() if v != "pass"}
-    assert not not_pass, f"sluice serve is not clean:\n{describe(report)}\n--- sluice ---\n{srv.stderr_tail()}"
-    assert run.returncode == 0, run.show()
+    assert_sluice_is_clean(report, run, srv, SLUICE_NOT_JUDGED)
+    # Without auth, the OAuth rules do not apply (loopback), and say so.
+    by_id = {f["id"]: f for f in report["findings"]}
+    assert "serves without credentials" in by_id["S-5/resource-server"]["note"], by_id["S-5/resource-server"]
     srv.note_children()  # so that the teardown checks the fixture upstream exits too
+
+
+def test_doctor_sees_sluices_rate_limits_with_allow_load(
+    tmp_path: Path, sluice_bin: Path, fixture_bin: Path, sluice_servers: Any
+) -> None:
+    """`--allow-load`: bursts of tool calls and completions against a sluice whose upstream has a
+    `rate_limit`: both S-15's and S-24's rate limits pass (the fixture alone fails S-24:
+    crates/sluice-cli/tests/doctor.rs)."""
+    config = write_fixture_config(tmp_path / "sluice.toml")
+    config.write_text(config.read_text(encoding="utf-8") + 'rate_limit = "10/min"\n', encoding="utf-8")
+    srv = sluice_servers(["--config", str(config)], tmp_path / "sluice.log", {"fixture"})
+    run = run_doctor("--json", "--allow-load", "--manifest", str(H.REPO / "mcp.json"), srv.url, cwd=tmp_path)
+    report = check_report(run)
+    not_judged = {k: v for k, v in SLUICE_NOT_JUDGED.items() if "--allow-load" not in v}
+    # The limit also stops the walk of list_items one row at a time (120 calls).
+    not_judged["envelope/silent-cap"] = "paged one row at a time"
+    assert_sluice_is_clean(report, run, srv, not_judged)
+    by_id = {f["id"]: f for f in report["findings"]}
+    for fid in ("S-15/completion-rate-limit", "S-24/rate-limit"):
+        assert by_id[fid]["verdict"] == "pass" and "refused" in by_id[fid]["note"], by_id[fid]
+    srv.note_children()
+
+
+def test_doctor_passes_sluice_serve_behind_oauth_with_two_principals(
+    tmp_path: Path, sluice_bin: Path, fixture_bin: Path
+) -> None:
+    """`[auth] mode = "oauth"` with the local authorization server of test_auth.py: the doctor gets
+    the bearer token from the environment (and a second principal's), judges the 401 challenge,
+    the protected resource metadata, the issuer's metadata and the scopes, and passes; neither
+    token appears in anything it prints."""
+    from test_auth import auth_server, oauth_block, running_sluice, server_block
+
+    with auth_server() as a:
+
+        def config(port: int) -> str:
+            # `read_big` needs a scope the token lacks: it is refused with a challenge (S-20).
+            requires = [("fixture", "read_big", ["echo:call"])]
+            return (server_block() + "\n" + fixture_sections()
+                    + oauth_block(f"http://127.0.0.1:{port}/mcp", a.issuer, requires=requires))
+
+        def token(port: int) -> str:
+            return a.valid_rs256(f"http://127.0.0.1:{port}/mcp")
+
+        with running_sluice(tmp_path, config, {"fixture"}, token=token) as gw:
+            first = a.valid_rs256(gw.url, subject="doctor-alice")
+            second = a.valid_rs256(gw.url, subject="doctor-bob")
+            env = {"SLUICE_IT_TOKEN_A": first, "SLUICE_IT_TOKEN_B": second}
+            os.environ.update(env)
+            try:
+                run = run_doctor("--json", "--manifest", str(H.REPO / "mcp.json"), "--bearer-env", "SLUICE_IT_TOKEN_A",
+                                 "--second-bearer-env", "SLUICE_IT_TOKEN_B", gw.url, cwd=tmp_path)
+                unauthenticated = run_doctor("--json", gw.url, cwd=tmp_path)
+            finally:
+                for k in env:
+                    os.environ.pop(k, None)
+            report = check_report(run)
+            not_judged = {k: v for k, v in SLUICE_NOT_JUDGED.items() if k != "S-26/cache-scope"}
+            assert_sluice_is_clean(report, run, gw.srv, not_judged)
+            by_id = {f["id"]: f for f in report["findings"]}
+            for fid in ("S-5/resource-server", "S-16/http-auth", "S-17/authorization-servers", "S-20/scopes",
+                        "S-26/cache-scope"):
+                assert by_id[fid]["verdict"] == "pass", by_id[fid]
+            assert "not applicable" not in by_id["S-5/resource-server"].get("note", ""), by_id["S-5/resource-server"]
+            for text in (run.stdout, run.stderr, unauthenticated.stdout, unauthenticated.stderr):
+                assert first not in text and second not in text, "a token appears in the doctor's output"
+            # A tool whose scope the token lacks: its 403 challenge names the scope (S-20).
+            assert "insufficient_scope challenge(s) name their scopes" in by_id["S-20/scopes"]["note"], by_id["S-20/scopes"]
+            # Without the credential: one line saying why, not a sentence per detector.
+            nobody = unauthenticated.report()
+            assert "HTTP 401" in (nobody.get("unreachable") or ""), unauthenticated.show()
+            assert unauthenticated.returncode == 2, unauthenticated.show()
 
 
 # ------------------------------------------------------------------------------------------------

@@ -8,6 +8,7 @@
 
 mod audit;
 mod client_config;
+mod doctor;
 mod import;
 mod pinning;
 mod progress;
@@ -121,11 +122,14 @@ enum Command {
     /// 1 any fail, 2 nothing failed but something could not be judged.
     ///
     /// `sluice doctor -- COMMAND ARGS...` starts a stdio server;
-    /// `sluice doctor URL` reaches a Streamable HTTP one. Only tools
+    /// `sluice doctor URL` reaches a Streamable HTTP one. Every rule of the
+    /// server standard (S-1..S-27) is in every report: judged by a
+    /// detector, or marked not observable from outside with the reason
+    /// (`--list-rules` prints each with what it checks). Only tools
     /// annotated readOnlyHint: true are called, with arguments made from
     /// their input schema. `sluice doctor --config FILE` judges sluice's
     /// own configuration instead (S-21: its stdio upstreams sandboxed).
-    Doctor(DoctorArgs),
+    Doctor(doctor::DoctorArgs),
     /// Read the audit log, newest first, a page at a time: one row per
     /// decision (exit 64 for a bad filter or cursor).
     Audit(audit::AuditCommand),
@@ -159,63 +163,6 @@ enum ConfigCommand {
         #[command(flatten)]
         source: ConfigArgs,
     },
-}
-
-#[derive(clap::Args)]
-struct DoctorArgs {
-    /// Print the report as JSON (stable, documented in the README).
-    #[arg(long)]
-    json: bool,
-    /// Also write the report as SARIF 2.1.0 to FILE.
-    #[arg(long, value_name = "FILE")]
-    sarif: Option<PathBuf>,
-    /// The server's mcp.json manifest, for the static checks.
-    #[arg(long, value_name = "FILE")]
-    manifest: Option<PathBuf>,
-    /// Also call tools annotated destructiveHint: false (never a tool that
-    /// may destroy something).
-    #[arg(long)]
-    allow_calls: bool,
-    /// The most one request may take (1ms to 1h).
-    #[arg(long, value_name = "DURATION", default_value = "10s", value_parser = parse_duration_arg)]
-    timeout: std::time::Duration,
-    /// The most all tool calls may take together (1ms to 1h); tools left
-    /// when it is spent are reported as not called.
-    #[arg(long, value_name = "DURATION", default_value = "2m", value_parser = parse_duration_arg)]
-    budget: std::time::Duration,
-    /// The read budget results are measured against, in bytes (at most 1 GiB).
-    #[arg(long, value_name = "BYTES", default_value_t = sluice_core::boundary::budget::DEFAULT_READ_BUDGET,
-          value_parser = parse_budget_arg)]
-    read_budget: usize,
-    /// Judge this sluice.toml (S-21), not a server.
-    #[arg(long, value_name = "FILE", conflicts_with = "target")]
-    config: Option<PathBuf>,
-    /// A URL (http:// or https://), or after `--`, a command and its arguments.
-    #[arg(
-        required_unless_present = "config",
-        trailing_var_arg = true,
-        allow_hyphen_values = true,
-        value_name = "URL | COMMAND ARGS"
-    )]
-    target: Vec<String>,
-}
-
-fn parse_duration_arg(s: &str) -> Result<std::time::Duration, String> {
-    let d = config::parse_duration(s)
-        .ok_or_else(|| format!("{s:?} is not a duration (e.g. 10s, 500ms, 2m)"))?;
-    let range = std::time::Duration::from_millis(1)..=std::time::Duration::from_secs(3600);
-    if range.contains(&d) {
-        Ok(d)
-    } else {
-        Err(format!("{s:?} is out of range: 1ms to 1h"))
-    }
-}
-
-fn parse_budget_arg(s: &str) -> Result<usize, String> {
-    match s.parse::<usize>() {
-        Ok(n) if (1..=1 << 30).contains(&n) => Ok(n),
-        _ => Err(format!("{s:?}: a number of bytes from 1 to 1073741824")),
-    }
 }
 
 #[derive(clap::Args)]
@@ -351,7 +298,7 @@ fn run(cli: Cli, logging: Logging) -> anyhow::Result<ExitCode> {
         }
         Command::ClientConfig(command) => client_config::run(&command),
         Command::Import(command) => import::run(&command),
-        Command::Doctor(args) => doctor(args),
+        Command::Doctor(args) => doctor::run(args),
         Command::Audit(command) => audit::run(&command),
         Command::Lock {
             source,
@@ -574,105 +521,6 @@ fn read_config(path: &Path, is_json: bool) -> Result<Config, Vec<String>> {
             .collect::<Vec<_>>()
     })?;
     Ok(config)
-}
-
-/// `sluice doctor`: examine, print, exit with the verdict.
-fn doctor(args: DoctorArgs) -> anyhow::Result<ExitCode> {
-    use sluice_gateway::doctor::{OnPage, Options, Target, examine};
-    if let Some(path) = &args.config {
-        let config = match read_config(path, false) {
-            Ok(config) => config,
-            Err(problems) => {
-                for p in &problems {
-                    eprintln!("{p}");
-                }
-                return Ok(ExitCode::from(EXIT_CONFIG));
-            }
-        };
-        let report = sluice_core::doctor::sandboxing::report(path.display().to_string(), &config);
-        return print_report(&args, &report);
-    }
-    let target = match args.target.as_slice() {
-        [url] if url.starts_with("http://") || url.starts_with("https://") => {
-            Target::Http { url: url.clone() }
-        }
-        [command, rest @ ..] => Target::Stdio {
-            command: command.clone(),
-            args: rest.to_vec(),
-        },
-        [] => {
-            eprintln!("sluice doctor: name a URL, or `-- COMMAND ARGS...`");
-            return Ok(ExitCode::from(EXIT_USAGE));
-        }
-    };
-    let manifest = match &args.manifest {
-        None => None,
-        Some(path) => {
-            let text = match std::fs::read_to_string(path) {
-                Ok(text) => text,
-                Err(e) => {
-                    eprintln!("sluice doctor: cannot read {}: {e}", path.display());
-                    return Ok(ExitCode::from(EXIT_USAGE));
-                }
-            };
-            match serde_json::from_str(&text) {
-                Ok(value) => Some(value),
-                Err(e) => {
-                    eprintln!("sluice doctor: {} is not JSON: {e}", path.display());
-                    return Ok(ExitCode::from(EXIT_USAGE));
-                }
-            }
-        }
-    };
-    // The line names the server as the report will.
-    let shown = match &target {
-        Target::Http { url } => url.clone(),
-        Target::Stdio { command, .. } => command.clone(),
-    };
-    let progress = Arc::new(std::sync::Mutex::new(progress::ReadProgress::start(
-        std::slice::from_ref(&shown),
-    )));
-    let on_page = {
-        let progress = Arc::clone(&progress);
-        move |so_far| {
-            if let Ok(mut progress) = progress.lock() {
-                progress.heard(sluice_gateway::gateway::ReadEvent::Page(&shown, so_far));
-            }
-        }
-    };
-    let options = Options {
-        target,
-        allow_calls: args.allow_calls,
-        manifest,
-        read_budget: args.read_budget,
-        timeout: args.timeout,
-        budget: args.budget,
-        on_page: OnPage::new(on_page),
-    };
-    let report = runtime()?.block_on(examine(&options));
-    drop(options);
-    if let Some(progress) = Arc::into_inner(progress).and_then(|p| p.into_inner().ok()) {
-        progress.finish();
-    }
-    print_report(&args, &report)
-}
-
-/// Prints `report` as `args` ask, and exits with its verdict.
-fn print_report(
-    args: &DoctorArgs,
-    report: &sluice_core::doctor::Report,
-) -> anyhow::Result<ExitCode> {
-    if args.json {
-        println!("{}", serde_json::to_string_pretty(&report.to_json())?);
-    } else {
-        print!("{}", report.to_text());
-    }
-    if let Some(path) = &args.sarif {
-        let sarif = serde_json::to_string_pretty(&report.to_sarif())?;
-        std::fs::write(path, sarif + "\n")
-            .with_context(|| format!("writing {}", path.display()))?;
-    }
-    Ok(ExitCode::from(report.exit_code()))
 }
 
 /// How `serve` meets its clients.

@@ -115,6 +115,17 @@ fn collect(
     Ok(())
 }
 
+/// A `NAME:VALUE` argument (`sluice doctor --header`) as a header: a
+/// `token` name and a value without control characters, both trimmed.
+pub fn name_value(arg: &str) -> Option<(String, String)> {
+    let (name, value) = arg.split_once(':')?;
+    let (name, value) = (name.trim(), value.trim());
+    let printable = value
+        .bytes()
+        .all(|b| b == b'\t' || (b >= 0x20 && b != 0x7f));
+    (is_token(name) && printable).then(|| (name.to_owned(), value.to_owned()))
+}
+
 /// RFC 9110 `token`: one or more `tchar`.
 fn is_token(s: &str) -> bool {
     !s.is_empty()
@@ -186,6 +197,18 @@ pub fn matches_integer(received: &str, expected: &str) -> bool {
 
 #[cfg(test)]
 mod tests {
+
+    #[test]
+    fn header_arguments() {
+        assert_eq!(
+            name_value("X-Api-Key: k:1"),
+            Some(("X-Api-Key".into(), "k:1".into()))
+        );
+        assert_eq!(name_value("no colon"), None);
+        assert_eq!(name_value("bad name: v"), None);
+        assert_eq!(name_value("X: a\r\nInjected: b"), None);
+    }
+
     use super::*;
     use serde_json::json;
 

@@ -5,8 +5,11 @@
 //! Besides the session the upstream connector opens, a few probes need a
 //! raw request the connector would never send: a handshake naming an
 //! unknown protocol version (on a fresh process or HTTP request), and over
-//! HTTP a foreign `Origin`, a bad `MCP-Protocol-Version` and an
-//! unauthenticated `GET /health`.
+//! HTTP the probes of [`http`]. The credentials given (`--header`,
+//! `--bearer-env`) ride on every request but the unauthenticated probes,
+//! and are redacted from everything the report says.
+
+mod http;
 
 use std::process::Stdio;
 use std::sync::Arc;
@@ -19,11 +22,11 @@ use sluice_core::boundary::redact::{DEFAULT_SECRET_KEYS, Redactor};
 use sluice_core::config::{Config, Source, UpstreamConfig, UpstreamTransport};
 use sluice_core::discovery::{CatalogRead, IncompleteReason, ListKind, ReadProgress};
 use sluice_core::doctor::observe::{
-    Call, CatalogOutcome, HttpProbes, ListToolProbe, Observations, Outcome, Transport,
+    Burst, Call, CatalogOutcome, ListToolProbe, Observations, Outcome, SecondPrincipal, Transport,
 };
-use sluice_core::doctor::{Report, ServerName, detect, plan};
+use sluice_core::doctor::{Report, ServerName, Verdict, detect, plan};
 use sluice_core::jsonrpc::RpcError;
-use sluice_core::protocol::{self, Era};
+use sluice_core::protocol::Era;
 use sluice_core::sandbox::Sandboxing;
 use tokio::io::AsyncWriteExt;
 use tokio::sync::mpsc;
@@ -32,6 +35,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::gateway::{NAME, VERSION};
 use crate::upstream::{self, Connection, Related, Settings};
+use http::{As, Endpoint, RAW_MAX_BYTES, UNKNOWN_VERSION};
 use sluice_core::policy::UpstreamFailure;
 
 /// The server to examine.
@@ -58,6 +62,13 @@ pub struct Options {
     pub target: Target,
     /// Also call tools annotated `destructiveHint: false`.
     pub allow_calls: bool,
+    /// Send bursts of requests to see rate limits (`--allow-load`).
+    pub allow_load: bool,
+    /// Headers sent with every request but the unauthenticated probes
+    /// (`--header`, and `Authorization: Bearer` from `--bearer-env`).
+    pub headers: Vec<(String, String)>,
+    /// A second principal's headers (`--second-bearer-env`).
+    pub second_headers: Option<Vec<(String, String)>>,
     /// The parsed `--manifest`.
     pub manifest: Option<Value>,
     /// The read budget results are measured against.
@@ -104,12 +115,12 @@ const MAX_CALLS: usize = 50;
 const CURSOR_PAGES: usize = 5;
 /// The most pages walked one row at a time through a list tool.
 const DRAIN_PAGES: usize = 200;
-/// The largest answer a raw probe reads.
-const RAW_MAX_BYTES: usize = 16 * 1024 * 1024;
 /// A cursor no server issued.
 const BOGUS_CURSOR: &str = "sluice-doctor-not-a-cursor";
-/// A protocol version no one speaks.
-const UNKNOWN_VERSION: &str = "1999-01-01";
+/// A prompt no server has.
+const BOGUS_PROMPT: &str = "sluice-doctor-no-such-prompt";
+/// How many requests a burst sends (`--allow-load`).
+const BURST: usize = 30;
 
 /// Examines the server and judges it.
 pub async fn examine(options: &Options) -> Report {
@@ -131,14 +142,50 @@ pub async fn examine(options: &Options) -> Report {
                 .to_owned(),
         });
     let (target, transport) = (describe(&options.target), transport_name(&options.target));
+    let redactor = credentials_redactor(options);
+    let scrub = |text: &mut String| {
+        let mut value = Value::String(std::mem::take(text));
+        redactor.redact(&mut value);
+        *text = value.as_str().unwrap_or_default().to_owned();
+    };
+    let mut findings = detect::judge(&obs);
+    for f in &mut findings {
+        match &mut f.verdict {
+            Verdict::Pass { note: Some(text) }
+            | Verdict::CouldNotJudge { reason: text }
+            | Verdict::NotObservable { reason: text } => scrub(text),
+            Verdict::Fail { evidence } => evidence.iter_mut().for_each(&scrub),
+            Verdict::Pass { note: None } => {}
+        }
+    }
+    let mut unreachable = obs.connect_error.clone();
+    if let Some(cause) = &mut unreachable {
+        scrub(cause);
+    }
     Report::new(
         target,
         transport,
         obs.protocol_version.clone(),
         server,
-        detect::judge(&obs),
+        findings,
     )
+    .with_unreachable(unreachable)
     .with_not_called(&obs.not_called)
+}
+
+/// A redactor of the credentials given, and of what looks like one.
+fn credentials_redactor(options: &Options) -> Redactor {
+    let values = options
+        .headers
+        .iter()
+        .chain(options.second_headers.iter().flatten())
+        .flat_map(|(_, v)| {
+            // The token alone, too: an error may quote it without "Bearer".
+            let token = v.split_once(' ').map(|(_, t)| t.to_owned());
+            [Some(v.clone()), token]
+        })
+        .flatten();
+    Redactor::new(values, DEFAULT_SECRET_KEYS)
 }
 
 fn transport_name(target: &Target) -> &'static str {
@@ -182,29 +229,53 @@ async fn observe(options: &Options) -> Observations {
         }),
         manifest: options.manifest.clone(),
         read_budget: options.read_budget,
+        url: match &options.target {
+            Target::Http { url } => Some(url.clone()),
+            Target::Stdio { .. } => None,
+        },
+        credentials: !options.headers.is_empty(),
+        allow_load: options.allow_load,
         ..Observations::default()
     };
-    let settings = settings(options.timeout);
-    let config = upstream_config(&options.target);
+    let endpoint = match &options.target {
+        Target::Http { url } => Some(Endpoint {
+            url,
+            timeout: options.timeout,
+            auth: &options.headers,
+            second: options.second_headers.as_deref(),
+        }),
+        Target::Stdio { .. } => None,
+    };
+    let settings = settings(options);
+    let config = upstream_config(&options.target, &options.headers);
     let (events, mut drain) = mpsc::channel(64);
     tokio::spawn(async move { while drain.recv().await.is_some() {} });
     let conn = match upstream::connect(&config, &settings, events, &CancellationToken::new()).await
     {
         Ok(conn) => conn,
         Err(e) => {
-            obs.connect_error = Some(e);
-            // S-7 and S-22 are still judged from what HTTP says.
-            if let Target::Http { url } = &options.target {
-                obs.http = Some(http_probes(url, Era::Legacy, options.timeout).await);
-            }
+            // A raw request tells the real cause (refused, DNS, TLS,
+            // timeout, 401) where the connector's error may not.
+            let cause = match &endpoint {
+                Some(endpoint) => http::unreachable_cause(endpoint).await,
+                None => None,
+            };
+            obs.connect_error = Some(cause.unwrap_or(e));
             return obs;
         }
     };
-    if let Target::Http { url } = &options.target {
-        let era = conn.description().era;
-        obs.http = Some(http_probes(url, era, options.timeout).await);
-    }
     let description = conn.description();
+    if let Some(endpoint) = &endpoint {
+        obs.http = Some(http::http_probes(endpoint, description.era).await);
+        if endpoint.second.is_some() {
+            obs.second = Some(SecondPrincipal {
+                tools_list: match description.era {
+                    Era::Modern => Some(http::second_tools_list(endpoint).await),
+                    Era::Legacy => None,
+                },
+            });
+        }
+    }
     obs.era = Some(description.era);
     obs.protocol_version = Some(description.protocol_version.clone());
     obs.handshake = Some(description.handshake.clone());
@@ -212,8 +283,21 @@ async fn observe(options: &Options) -> Observations {
         Era::Modern => Outcome::Result(description.handshake.clone()),
         Era::Legacy => request(&conn, "server/discover", json!({}), options.timeout).await,
     });
-    obs.unknown_version =
-        Some(unknown_version(&options.target, description.era, options.timeout).await);
+    obs.unknown_version = Some(match &options.target {
+        Target::Stdio { command, args } => {
+            raw_stdio(
+                command,
+                args,
+                &unknown_version_message(description.era),
+                options.timeout,
+            )
+            .await
+        }
+        Target::Http { .. } => match &endpoint {
+            Some(endpoint) => unknown_version_http(endpoint, description.era).await,
+            None => Outcome::Failed("no endpoint".into()),
+        },
+    });
     let read = upstream::read_catalog(&conn, &settings, &|p| options.on_page.heard(p)).await;
     obs.catalog = Some(match &read {
         CatalogRead::Complete(catalog) => CatalogOutcome::Complete {
@@ -241,13 +325,124 @@ async fn observe(options: &Options) -> Observations {
         let unknown = json!({"name": "sluice-doctor-no-such-tool", "arguments": {}});
         obs.unknown_tool = Some(request(&conn, "tools/call", unknown, options.timeout).await);
     }
+    if conn.offers("resources") {
+        bad_reads(&conn, &mut obs, options.timeout).await;
+    }
+    if conn.offers("completions") {
+        let bogus = completion_params(BOGUS_PROMPT);
+        obs.bad_completion =
+            Some(request(&conn, "completion/complete", bogus, options.timeout).await);
+    }
     call_tools(&conn, &mut obs, options).await;
+    if let Some(endpoint) = &endpoint
+        && description.era == Era::Modern
+    {
+        refused_calls(endpoint, &mut obs).await;
+    }
+    if options.allow_load {
+        load(&conn, &mut obs, options.timeout).await;
+    }
     obs.stray_progress = conn.stray_progress();
     conn.shutdown(Duration::from_secs(2)).await;
     obs
 }
 
-fn settings(timeout: Duration) -> Settings {
+/// Each refused tool call sent again raw, for the challenge of a 403 (S-20:
+/// an `insufficient_scope` challenge names the scopes).
+async fn refused_calls(endpoint: &Endpoint<'_>, obs: &mut Observations) {
+    let refused: Vec<(String, Value)> = obs
+        .calls
+        .iter()
+        .filter(|c| matches!(c.outcome, Outcome::Error(_) | Outcome::Failed(_)))
+        .map(|c| {
+            let schema = c.definition.get("inputSchema").unwrap_or(&Value::Null);
+            (
+                c.tool.clone(),
+                plan::arguments_for(schema).unwrap_or(json!({})),
+            )
+        })
+        .collect();
+    for (tool, arguments) in refused {
+        if let Some((403, challenge)) = http::raw_call(endpoint, &tool, &arguments).await
+            && let Some(probes) = obs.http.as_mut()
+        {
+            probes.refused_calls.push((tool, challenge));
+        }
+    }
+}
+
+/// The URI of the first resource listed, if any.
+fn first_resource(obs: &Observations) -> Option<String> {
+    obs.served
+        .iter()
+        .find(|(m, _)| m == "resources/list")
+        .and_then(|(_, o)| o.result())
+        .and_then(|r| r.pointer("/resources/0/uri"))
+        .and_then(Value::as_str)
+        .map(str::to_owned)
+}
+
+fn completion_params(prompt: &str) -> Value {
+    json!({"ref": {"type": "ref/prompt", "name": prompt}, "argument": {"name": "a", "value": ""}})
+}
+
+/// `resources/read` of a path traversal beside the first listed resource,
+/// and of a scheme no server has.
+async fn bad_reads(conn: &Connection, obs: &mut Observations, timeout: Duration) {
+    let first = first_resource(obs);
+    let mut probes = vec![(
+        "an unknown scheme".to_owned(),
+        "sluice-doctor-unknown:///etc/passwd".to_owned(),
+    )];
+    if let Some(uri) = first {
+        let traversal = format!("{}/../../../../../../etc/passwd", uri.trim_end_matches('/'));
+        probes.insert(0, ("a path traversal".to_owned(), traversal));
+    }
+    for (what, uri) in probes {
+        let answer = request(conn, "resources/read", json!({"uri": uri}), timeout).await;
+        obs.bad_reads.push((what, answer));
+    }
+}
+
+/// `--allow-load`: [`BURST`] requests at once of `completion/complete`
+/// (the first prompt's first argument) and of the first tool called.
+async fn load(conn: &Connection, obs: &mut Observations, timeout: Duration) {
+    let burst = |method: &'static str, params: Value| async move {
+        let answers = futures::future::join_all(
+            (0..BURST).map(|_| request(conn, method, params.clone(), timeout)),
+        )
+        .await;
+        Burst {
+            sent: BURST,
+            limited: answers
+                .iter()
+                .filter(|a| detect::is_rate_limit_refusal(a))
+                .count(),
+        }
+    };
+    if conn.offers("completions") {
+        let prompt = obs
+            .served
+            .iter()
+            .find(|(m, _)| m == "prompts/list")
+            .and_then(|(_, o)| o.result())
+            .and_then(|r| r.pointer("/prompts/0/name"))
+            .and_then(Value::as_str)
+            .unwrap_or(BOGUS_PROMPT)
+            .to_owned();
+        obs.completion_burst = Some(burst("completion/complete", completion_params(&prompt)).await);
+    }
+    let called = obs.calls.first().map(|c| {
+        let schema = c.definition.get("inputSchema").unwrap_or(&Value::Null);
+        json!({"name": c.tool, "arguments": plan::arguments_for(schema).unwrap_or(json!({}))})
+    });
+    if let Some(params) = called {
+        obs.call_burst = Some(burst("tools/call", params).await);
+    }
+}
+
+fn settings(options: &Options) -> Settings {
+    let timeout = options.timeout;
     // The defaults of an empty sluice.toml, with the doctor's timeout.
     let defaults = Config::from_toml(
         Source {
@@ -261,7 +456,7 @@ fn settings(timeout: Duration) -> Settings {
         Ok(config) => Settings::new(
             &config,
             client_info,
-            std::sync::Arc::new(Redactor::new(Vec::new(), DEFAULT_SECRET_KEYS)),
+            std::sync::Arc::new(credentials_redactor(options)),
         ),
         Err(_) => unreachable!("an empty configuration is valid"),
     };
@@ -271,7 +466,7 @@ fn settings(timeout: Duration) -> Settings {
     settings
 }
 
-fn upstream_config(target: &Target) -> UpstreamConfig {
+fn upstream_config(target: &Target, headers: &[(String, String)]) -> UpstreamConfig {
     let transport = match target {
         Target::Stdio { command, args } => UpstreamTransport::Stdio {
             command: command.clone(),
@@ -285,7 +480,7 @@ fn upstream_config(target: &Target) -> UpstreamConfig {
         // The operator typed the URL: a local server is the usual case.
         Target::Http { url } => UpstreamTransport::Http {
             url: url.clone(),
-            headers: Default::default(),
+            headers: headers.iter().cloned().collect(),
             allow_private: true,
         },
     };
@@ -357,15 +552,7 @@ async fn serve_lists(conn: &Connection, obs: &mut Observations, timeout: Duratio
             }
         }
     }
-    let first_resource = obs
-        .served
-        .iter()
-        .find(|(m, _)| m == "resources/list")
-        .and_then(|(_, o)| o.result())
-        .and_then(|r| r.pointer("/resources/0/uri"))
-        .and_then(Value::as_str)
-        .map(str::to_owned);
-    if let Some(uri) = first_resource {
+    if let Some(uri) = first_resource(obs) {
         let read = request(conn, "resources/read", json!({"uri": uri}), timeout).await;
         obs.served.push(("resources/read".into(), read));
     }
@@ -405,7 +592,20 @@ async fn call_tools(conn: &Connection, obs: &mut Observations, options: &Options
             continue;
         }
         called += 1;
-        let (outcome, progress) = call(conn, name, &arguments, i, options.timeout).await;
+        let (outcome, progress, asked) = call(conn, name, &arguments, i, options.timeout).await;
+        obs.elicitations.extend(asked);
+        // 2026-07-28 asks within the result (MRTR), not with a request.
+        let rounds = outcome
+            .result()
+            .and_then(|r| r.get("inputRequests"))
+            .and_then(Value::as_object);
+        obs.elicitations.extend(
+            rounds
+                .into_iter()
+                .flat_map(|m| m.values())
+                .filter(|r| r.get("method").and_then(Value::as_str) == Some("elicitation/create"))
+                .map(|r| r.get("params").cloned().unwrap_or(Value::Null)),
+        );
         // Paging a tool calls it many times: read-only tools only, even
         // with --allow-calls.
         let read_only = tool.pointer("/annotations/readOnlyHint") == Some(&Value::Bool(true));
@@ -422,30 +622,27 @@ async fn call_tools(conn: &Connection, obs: &mut Observations, options: &Options
     }
 }
 
-/// One `tools/call` with a progress token; the answer and the progress
-/// notifications that came with it.
+/// One `tools/call` with a progress token; the answer, the progress
+/// notifications that came with it, and the params of each elicitation
+/// asked meanwhile.
 async fn call(
     conn: &Connection,
     name: &str,
     arguments: &Value,
     n: usize,
     timeout: Duration,
-) -> (Outcome, Vec<Value>) {
+) -> (Outcome, Vec<Value>, Vec<Value>) {
     let (tx, mut rx) = mpsc::channel(256);
     let params = json!({"name": name, "arguments": arguments,
         "_meta": {"progressToken": format!("sluice-doctor-{n}")}});
-    let no_capabilities = json!({});
-    let answer = conn.request(
-        "tools/call",
-        params,
-        &no_capabilities,
-        Some(tx),
-        timeout,
-        &[],
-    );
+    // Elicitation is declared so that a server may ask (S-27); every
+    // question is declined.
+    let capabilities = json!({"elicitation": {}});
+    let answer = conn.request("tools/call", params, &capabilities, Some(tx), timeout, &[]);
     tokio::pin!(answer);
     let mut progress = Vec::new();
-    let take = |item: Related, progress: &mut Vec<Value>| match item {
+    let mut asked = Vec::new();
+    let mut take = |item: Related, progress: &mut Vec<Value>| match item {
         Related::Notification(m)
             if m.get("method").and_then(Value::as_str) == Some("notifications/progress") =>
         {
@@ -453,6 +650,14 @@ async fn call(
         }
         // A question (sampling, elicitation) is declined at once, so the
         // call goes on instead of waiting for an answer that never comes.
+        Related::Request {
+            method,
+            params,
+            reply,
+        } if method == "elicitation/create" => {
+            asked.push(params);
+            let _ = reply.send(Ok(json!({"action": "decline"})));
+        }
         Related::Request { reply, .. } => {
             let _ = reply.send(Err(RpcError::new(
                 -32601,
@@ -470,7 +675,7 @@ async fn call(
     while let Ok(item) = rx.try_recv() {
         take(item, &mut progress);
     }
-    (outcome(answer), progress)
+    (outcome(answer), progress, asked)
 }
 
 async fn probe_list_tool(
@@ -551,46 +756,33 @@ async fn probe_list_tool(
 
 /// A handshake (legacy) or a request (modern) naming an unknown version,
 /// sent raw: the connector would never send one.
-async fn unknown_version(target: &Target, era: Era, timeout: Duration) -> Outcome {
-    let message = match era {
-        Era::Legacy => initialize_message(UNKNOWN_VERSION),
-        Era::Modern => modern_message("tools/list", UNKNOWN_VERSION),
-    };
-    match target {
-        Target::Stdio { command, args } => raw_stdio(command, args, &message, timeout).await,
-        Target::Http { url } => {
-            let headers = match era {
-                Era::Legacy => vec![],
-                Era::Modern => vec![
-                    ("mcp-protocol-version", UNKNOWN_VERSION),
-                    ("mcp-method", "tools/list"),
-                ],
-            };
-            match raw_post(url, &message, &headers, timeout).await {
-                Ok(answer) => {
-                    end_session(url, answer.session.as_deref(), timeout).await;
-                    answer.outcome
-                }
-                Err(e) => Outcome::Failed(e),
-            }
-        }
+fn unknown_version_message(era: Era) -> Value {
+    match era {
+        Era::Legacy => http::initialize_message(UNKNOWN_VERSION),
+        Era::Modern => http::modern_message("tools/list", UNKNOWN_VERSION),
     }
 }
 
-fn client_info() -> Value {
-    json!({"name": format!("{NAME}-doctor"), "version": VERSION})
-}
-
-fn initialize_message(version: &str) -> Value {
-    json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
-        "protocolVersion": version, "capabilities": {}, "clientInfo": client_info()}})
-}
-
-fn modern_message(method: &str, version: &str) -> Value {
-    json!({"jsonrpc": "2.0", "id": 1, "method": method, "params": {"_meta": {
-        protocol::META_PROTOCOL_VERSION: version,
-        protocol::META_CLIENT_CAPABILITIES: {},
-        protocol::META_CLIENT_INFO: client_info()}}})
+async fn unknown_version_http(endpoint: &Endpoint<'_>, era: Era) -> Outcome {
+    let headers = match era {
+        Era::Legacy => vec![],
+        Era::Modern => vec![
+            ("mcp-protocol-version", UNKNOWN_VERSION),
+            ("mcp-method", "tools/list"),
+        ],
+    };
+    match endpoint
+        .post(As::First, &unknown_version_message(era), &headers)
+        .await
+    {
+        Ok(answer) => {
+            endpoint
+                .end_session(As::First, answer.session.as_deref())
+                .await;
+            answer.outcome
+        }
+        Err(e) => Outcome::Failed(e),
+    }
 }
 
 /// Starts the command afresh (in its own process group, killed with it,
@@ -628,7 +820,7 @@ async fn raw_stdio(command: &str, args: &[String], message: &Value, timeout: Dur
                 && answer.get("id") == message.get("id")
             {
                 let _ = Box::into_pin(child.kill()).await;
-                return Ok(answer_outcome(&answer));
+                return Ok(http::answer_outcome(&answer));
             }
         }
         Err("the process closed its output without answering".to_owned())
@@ -637,209 +829,5 @@ async fn raw_stdio(command: &str, args: &[String], message: &Value, timeout: Dur
         Ok(Ok(outcome)) => outcome,
         Ok(Err(e)) => Outcome::Failed(e),
         Err(_) => Outcome::Failed(format!("no answer within {timeout:?}")),
-    }
-}
-
-/// A JSON-RPC answer, or `Failed` for a body that is not one (an auth
-/// server's `{"error": "invalid_token"}` is no JSON-RPC error).
-fn answer_outcome(answer: &Value) -> Outcome {
-    if answer.get("jsonrpc").and_then(Value::as_str) != Some("2.0") {
-        return Outcome::Failed("the answer is not JSON-RPC 2.0".into());
-    }
-    match (answer.get("result"), answer.get("error")) {
-        (Some(r), _) => Outcome::Result(r.clone()),
-        (_, Some(e)) => Outcome::Error(e.clone()),
-        _ => Outcome::Failed("an answer with neither result nor error".into()),
-    }
-}
-
-/// A client for raw probes: no redirect, no proxy, bounded in time.
-fn raw_client(timeout: Duration) -> Result<reqwest::Client, String> {
-    reqwest::Client::builder()
-        .timeout(timeout)
-        .redirect(reqwest::redirect::Policy::none())
-        .no_proxy()
-        .build()
-        .map_err(|e| e.without_url().to_string())
-}
-
-/// What a raw POST got back.
-struct RawAnswer {
-    status: u16,
-    outcome: Outcome,
-    /// The `Mcp-Session-Id` it opened, if any.
-    session: Option<String>,
-}
-
-/// POSTs one message; the status and the JSON-RPC answer (from a JSON body
-/// or the SSE stream), read up to [`RAW_MAX_BYTES`].
-async fn raw_post(
-    url: &str,
-    message: &Value,
-    headers: &[(&str, &str)],
-    timeout: Duration,
-) -> Result<RawAnswer, String> {
-    let client = raw_client(timeout)?;
-    let mut req = client
-        .post(url)
-        .header("accept", "application/json, text/event-stream")
-        .header("content-type", "application/json");
-    for (k, v) in headers {
-        req = req.header(*k, *v);
-    }
-    let mut resp = req
-        .body(message.to_string())
-        .send()
-        .await
-        .map_err(|e| format!("the POST failed: {}", e.without_url()))?;
-    let status = resp.status().as_u16();
-    let session = resp
-        .headers()
-        .get("mcp-session-id")
-        .and_then(|v| v.to_str().ok())
-        .map(str::to_owned);
-    let sse = resp
-        .headers()
-        .get("content-type")
-        .and_then(|v| v.to_str().ok())
-        .is_some_and(|v| v.starts_with("text/event-stream"));
-    let mut body = Vec::new();
-    while let Ok(Some(chunk)) = resp.chunk().await {
-        if body.len() + chunk.len() > RAW_MAX_BYTES {
-            break;
-        }
-        body.extend_from_slice(&chunk);
-        // An SSE answer ends with the response; stop at the first one.
-        if sse && String::from_utf8_lossy(&body).contains("\"id\"") && body.ends_with(b"\n\n") {
-            break;
-        }
-    }
-    let text = String::from_utf8_lossy(&body);
-    let answer = if sse {
-        text.lines()
-            .filter_map(|l| l.strip_prefix("data:"))
-            .filter_map(|d| serde_json::from_str::<Value>(d.trim()).ok())
-            .find(|m| m.get("id") == message.get("id"))
-    } else {
-        serde_json::from_str::<Value>(&text).ok()
-    };
-    let outcome = match answer {
-        Some(a) => answer_outcome(&a),
-        None => Outcome::Failed(format!("HTTP {status} without a JSON-RPC answer")),
-    };
-    Ok(RawAnswer {
-        status,
-        outcome,
-        session,
-    })
-}
-
-/// Ends a legacy session a probe opened (best effort).
-async fn end_session(url: &str, session: Option<&str>, timeout: Duration) {
-    let (Some(session), Ok(client)) = (session, raw_client(timeout)) else {
-        return;
-    };
-    let _ = client
-        .delete(url)
-        .header("mcp-session-id", session)
-        .send()
-        .await;
-}
-
-/// The HTTP-only probes: `/health`, a foreign `Origin`, a bad version
-/// header, and whether the endpoint wants credentials. The `Origin` rides
-/// on a request the server would otherwise serve (`initialize` for a legacy
-/// server, `server/discover` for a modern one), so that a refusal can only
-/// be about the `Origin`.
-async fn http_probes(url: &str, era: Era, timeout: Duration) -> HttpProbes {
-    let mut probes = HttpProbes::default();
-    let origin = url
-        .find("://")
-        .and_then(|i| url[i + 3..].find('/').map(|j| &url[..i + 3 + j]))
-        .unwrap_or(url);
-    if let Ok(client) = raw_client(timeout)
-        && let Ok(mut resp) = client.get(format!("{origin}/health")).send().await
-    {
-        let status = resp.status().as_u16();
-        let mut body = Vec::new();
-        while let Ok(Some(chunk)) = resp.chunk().await {
-            if body.len() + chunk.len() > RAW_MAX_BYTES {
-                break;
-            }
-            body.extend_from_slice(&chunk);
-        }
-        probes.health = Some((status, serde_json::from_slice::<Value>(&body).ok()));
-    }
-    let init = initialize_message(protocol::LEGACY_VERSIONS[0]);
-    let discover = modern_message("server/discover", protocol::MODERN_VERSION);
-    let modern_headers = [
-        ("mcp-protocol-version", protocol::MODERN_VERSION),
-        ("mcp-method", "server/discover"),
-    ];
-    match era {
-        Era::Modern => {
-            if let Ok(a) = raw_post(url, &discover, &modern_headers, timeout).await
-                && a.status == 401
-            {
-                probes.unauthenticated = Some(401);
-            }
-        }
-        Era::Legacy => {
-            if let Ok(a) = raw_post(url, &init, &[], timeout).await {
-                end_session(url, a.session.as_deref(), timeout).await;
-                if a.status == 401 {
-                    probes.unauthenticated = Some(401);
-                }
-            }
-        }
-    }
-    let foreign = ("origin", "http://evil.example");
-    let probe = match era {
-        Era::Modern => {
-            let headers = [modern_headers[0], modern_headers[1], foreign];
-            raw_post(url, &discover, &headers, timeout).await
-        }
-        Era::Legacy => raw_post(url, &init, &[foreign], timeout).await,
-    };
-    if let Ok(a) = probe {
-        end_session(url, a.session.as_deref(), timeout).await;
-        probes.foreign_origin = Some(a.status);
-    }
-    probes.bad_version_header = bad_version_header(url, era, timeout).await;
-    probes
-}
-
-/// A request that is right in every way but its `MCP-Protocol-Version`
-/// header (1999-01-01): a modern `tools/list` whose `_meta` names 2026-07-28,
-/// or a legacy `tools/list` in a freshly opened session.
-async fn bad_version_header(url: &str, era: Era, timeout: Duration) -> Option<u16> {
-    match era {
-        Era::Modern => {
-            let list = modern_message("tools/list", protocol::MODERN_VERSION);
-            let headers = [
-                ("mcp-protocol-version", UNKNOWN_VERSION),
-                ("mcp-method", "tools/list"),
-            ];
-            raw_post(url, &list, &headers, timeout)
-                .await
-                .ok()
-                .map(|a| a.status)
-        }
-        Era::Legacy => {
-            let init = initialize_message(protocol::LEGACY_VERSIONS[0]);
-            let opened = raw_post(url, &init, &[], timeout).await.ok()?;
-            let session = opened.session?;
-            let list = json!({"jsonrpc": "2.0", "id": 2, "method": "tools/list", "params": {}});
-            let headers = [
-                ("mcp-session-id", session.as_str()),
-                ("mcp-protocol-version", UNKNOWN_VERSION),
-            ];
-            let status = raw_post(url, &list, &headers, timeout)
-                .await
-                .ok()
-                .map(|a| a.status);
-            end_session(url, Some(&session), timeout).await;
-            status
-        }
     }
 }

@@ -129,6 +129,12 @@ fn build_tools(cfg: &Config, added: usize) -> Vec<Value> {
     if cfg.violates(Violation::OutputSchema) {
         catalog::declare_echo_output_schema(&mut tools);
     }
+    // So that a checker that calls only read-only tools sees its elicitation.
+    if cfg.violates(Violation::SensitiveElicitation)
+        && let Some(elicit) = tools.iter_mut().find(|t| t["name"] == "elicit")
+    {
+        elicit["annotations"] = json!({"readOnlyHint": true});
+    }
     tools.extend(cfg.tools_named.iter().map(|name| {
         catalog::tool(
             name,

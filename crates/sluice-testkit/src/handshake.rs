@@ -83,7 +83,7 @@ impl Fixture {
         };
         json!({
             "protocolVersion": version,
-            "capabilities": capabilities(Era::Legacy),
+            "capabilities": capabilities(Era::Legacy, self.cfg.violates(Violation::NoListChanged)),
             "serverInfo": self.server_info(),
         })
     }
@@ -93,7 +93,7 @@ impl Fixture {
         cacheable(
             json!({
                 "supportedVersions": [MODERN_VERSION],
-                "capabilities": capabilities(Era::Modern),
+                "capabilities": capabilities(Era::Modern, self.cfg.violates(Violation::NoListChanged)),
                 "_meta": {"io.modelcontextprotocol/serverInfo": self.server_info()},
             }),
             Era::Modern,
@@ -102,13 +102,19 @@ impl Fixture {
 }
 
 /// Capabilities advertised in `server/discover` (modern) and `initialize` (legacy, which also
-/// supports `resources/subscribe`).
-fn capabilities(era: Era) -> Value {
+/// supports `resources/subscribe`); without `tools.listChanged` under `--violate
+/// no-list-changed`.
+fn capabilities(era: Era, no_list_changed: bool) -> Value {
     let resources = match era {
         Era::Modern => json!({}),
         Era::Legacy => json!({"subscribe": true}),
     };
-    json!({"tools": {"listChanged": true}, "resources": resources, "prompts": {}})
+    let tools = if no_list_changed {
+        json!({})
+    } else {
+        json!({"listChanged": true})
+    };
+    json!({"tools": tools, "resources": resources, "prompts": {}})
 }
 
 #[cfg(test)]

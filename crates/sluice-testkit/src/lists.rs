@@ -291,7 +291,15 @@ mod tests {
         assert_eq!(r["nextCursor"], "4");
 
         let (pages, _) = walk(&fixture(&["--page-size", "4"]), 10);
-        assert_eq!(pages[0].next, Some(json!("fx1.4")), "opaque by default");
+        let next = pages[0]
+            .next
+            .as_ref()
+            .and_then(Value::as_str)
+            .unwrap_or_default();
+        assert!(
+            next.starts_with("fx1.") && !next.contains('4'),
+            "opaque by default: {next}"
+        );
     }
 
     #[tokio::test]

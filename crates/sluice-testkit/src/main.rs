@@ -261,6 +261,18 @@ pub enum Violation {
     /// `echo` answers with both `result` and `error` in one response, which is no valid
     /// JSON-RPC response: a gateway must not relay it as either.
     ResultAndError,
+    /// The `tools` capability does not declare `listChanged` (S-6: a tool set that changes
+    /// cannot be announced).
+    NoListChanged,
+    /// `resources/read` serves any URI, a path traversal or an unknown scheme included (an
+    /// empty text), instead of refusing what it does not have (S-25).
+    ReadAnyUri,
+    /// HTTP, legacy sessions: `Mcp-Session-Id`s are a counter (`1`, `2`, ...), predictable
+    /// (S-18).
+    SequentialSessions,
+    /// The `elicit` tool is annotated read-only (so a checker calls it) and its elicitation asks
+    /// for a `password` (S-27: no sensitive data through elicitation).
+    SensitiveElicitation,
     /// `echo` answers with a result nested [`DEEP_ANSWER_DEPTH`] arrays deep, deeper than
     /// JSON parsers go (serde_json stops at 128): the answer cannot be read, but its `id`,
     /// which comes first, can.

@@ -6,20 +6,44 @@ use serde_json::{Value, json};
 use crate::CursorMode;
 use crate::jsonrpc::RpcError;
 
-/// Encodes a list offset as an opaque cursor.
+/// What an offset is XORed with, so that consecutive cursors do not look consecutive.
+const CURSOR_KEY: u32 = 0x5bd1_e995;
+/// The cursor's digits: letters only, none of which starts base64 of a digit or of `{` (a
+/// checker that decodes cursors finds neither a number nor JSON in them).
+const CURSOR_DIGITS: &[u8; 20] = b"ghijklmnopqrstuvwxyz";
+/// Digits per cursor (20^8 > 2^32).
+const CURSOR_WIDTH: usize = 8;
+
+/// Encodes a list offset as an opaque cursor: `fx1.` and the scrambled offset in base 20.
 fn encode(offset: usize) -> String {
-    format!("fx1.{offset:x}")
+    let mut n = u64::from(u32::try_from(offset).unwrap_or(u32::MAX) ^ CURSOR_KEY);
+    let mut digits = [b'g'; CURSOR_WIDTH];
+    for d in digits.iter_mut().rev() {
+        *d = CURSOR_DIGITS[(n % 20) as usize];
+        n /= 20;
+    }
+    format!("fx1.{}", String::from_utf8_lossy(&digits))
 }
 
 /// Decodes an opaque cursor; `None` if it was not one of ours.
 fn decode(cursor: &str) -> Option<usize> {
-    usize::from_str_radix(cursor.strip_prefix("fx1.")?, 16).ok()
+    let digits = cursor.strip_prefix("fx1.")?;
+    if digits.len() != CURSOR_WIDTH {
+        return None;
+    }
+    let mut n: u64 = 0;
+    for b in digits.bytes() {
+        let d = CURSOR_DIGITS.iter().position(|c| *c == b)?;
+        n = n * 20 + d as u64;
+    }
+    let scrambled = u32::try_from(n).ok()?;
+    usize::try_from(scrambled ^ CURSOR_KEY).ok()
 }
 
 /// How list cursors spell an offset.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum CursorEncoding {
-    /// Opaque strings (`fx1.<hex>`), the default.
+    /// Opaque strings (`fx1.<8 letters>`), the default.
     Opaque,
     /// Plain decimal offsets (`"4"`, `"8"`, ...): `--violate raw-cursor`.
     RawOffset,

@@ -148,7 +148,9 @@ impl Fixture {
                 let text = self
                     .resource_subs
                     .read(uri, ctx.peer.as_ref())
-                    .or_else(|| catalog::read_resource(uri, self.cfg.resources));
+                    .or_else(|| catalog::read_resource(uri, self.cfg.resources))
+                    // `--violate read-any-uri`: whatever was asked for is "read".
+                    .or_else(|| self.cfg.violates(Violation::ReadAnyUri).then(String::new));
                 match text {
                     Some(text) => Ok(cacheable(
                         json!({"contents": [{"uri": uri, "mimeType": "text/plain", "text": text}]}),

@@ -42,6 +42,14 @@ pub enum Verdict {
         /// Why.
         reason: String,
     },
+    /// The rule is about what no client can see from outside (the
+    /// server's own code, its outbound fetches, a third-party OAuth flow):
+    /// listed so that every rule of the standard is in every report, and
+    /// never counted as a pass.
+    NotObservable {
+        /// Why it cannot be seen from outside.
+        reason: String,
+    },
 }
 
 /// One detector's verdict on one server.
@@ -101,6 +109,10 @@ pub struct Report {
     /// `serverInfo` name and version, when the server gave them.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub server: Option<ServerName>,
+    /// Why the server could not be reached, once (each detector that
+    /// needed it then says [`detect::NOT_REACHED`]).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub unreachable: Option<String>,
     /// One per detector, in [`detect::DETECTORS`] order.
     pub findings: Vec<Finding>,
     /// The listed tools the doctor did not call, and why: what its
@@ -138,10 +150,13 @@ pub struct Summary {
     /// Could not be judged.
     #[serde(rename = "could-not-judge")]
     pub could_not_judge: usize,
+    /// Not observable from outside.
+    #[serde(rename = "not-observable")]
+    pub not_observable: usize,
 }
 
 /// The report format version ([`Report::format`]).
-pub const REPORT_FORMAT: u32 = 1;
+pub const REPORT_FORMAT: u32 = 2;
 
 impl Report {
     /// A report of `findings` about `target`.
@@ -158,6 +173,7 @@ impl Report {
                 Verdict::Pass { .. } => summary.pass += 1,
                 Verdict::Fail { .. } => summary.fail += 1,
                 Verdict::CouldNotJudge { .. } => summary.could_not_judge += 1,
+                Verdict::NotObservable { .. } => summary.not_observable += 1,
             }
         }
         Report {
@@ -166,10 +182,17 @@ impl Report {
             transport,
             protocol_version,
             server,
+            unreachable: None,
             findings,
             not_called: Vec::new(),
             summary,
         }
+    }
+
+    /// The report, saying why the server could not be reached.
+    pub fn with_unreachable(mut self, cause: Option<String>) -> Report {
+        self.unreachable = cause;
+        self
     }
 
     /// The report, saying which tools were not called and why.
@@ -185,7 +208,8 @@ impl Report {
     }
 
     /// 0 all pass, 1 any fail, 2 nothing failed but something could not
-    /// be judged.
+    /// be judged. A rule not observable from outside changes nothing: no
+    /// run of the doctor could ever judge it.
     pub fn exit_code(&self) -> u8 {
         if self.summary.fail > 0 {
             1
@@ -230,10 +254,17 @@ mod tests {
             connect_error: Some("could not start \"x\"".into()),
             ..Observations::default()
         };
-        let r = report(&obs);
+        let r = report(&obs).with_unreachable(Some("connection refused".into()));
         assert_eq!(r.findings.len(), DETECTORS.len());
-        assert_eq!(r.summary.could_not_judge, DETECTORS.len());
+        assert_eq!(
+            r.summary.could_not_judge + r.summary.not_observable,
+            DETECTORS.len()
+        );
         assert_eq!(r.exit_code(), 2);
+        // The cause is said once, not once per detector.
+        let text = r.to_text();
+        assert_eq!(text.matches("connection refused").count(), 1, "{text}");
+        assert!(!text.contains(detect::NOT_REACHED), "{text}");
     }
 
     #[test]
@@ -253,7 +284,22 @@ mod tests {
             Some(DETECTORS.len())
         );
         let results = run["results"].as_array().cloned().unwrap_or_default();
-        assert_eq!(results.len(), r.summary.fail + r.summary.could_not_judge);
+        assert_eq!(
+            results.len(),
+            r.summary.fail + r.summary.could_not_judge + r.summary.not_observable
+        );
+        let driver = &run["tool"]["driver"];
+        assert_eq!(driver["version"], env!("CARGO_PKG_VERSION"));
+        assert!(driver.get("informationUri").is_none());
+        assert!(
+            driver["rules"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .all(|rule| rule["help"]["text"]
+                    .as_str()
+                    .is_some_and(|t| t.contains("Fix:")))
+        );
         assert!(
             results
                 .iter()

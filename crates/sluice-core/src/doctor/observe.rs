@@ -93,6 +93,40 @@ pub struct HttpProbes {
     /// The status of a first request without credentials, when the server
     /// wants them (401): then the probes behind auth could not run.
     pub unauthenticated: Option<u16>,
+    /// The `WWW-Authenticate` header of that 401, if it had one.
+    pub challenge: Option<String>,
+    /// The protected resource metadata (RFC 9728) the challenge named, or
+    /// the well-known one: `(url, status, JSON body)`.
+    pub resource_metadata: Option<(String, u16, Option<Value>)>,
+    /// Each authorization server's metadata (RFC 8414, else OpenID
+    /// discovery): `(issuer named by the PRM, status, JSON body)`.
+    pub issuer_metadata: Vec<(String, u16, Option<Value>)>,
+    /// The `Mcp-Session-Id`s of a few sessions opened one after another
+    /// (legacy servers only).
+    pub session_ids: Vec<String>,
+    /// The status of a request in a session opened by the first principal
+    /// but sent with the second one's credentials.
+    pub cross_principal: Option<u16>,
+    /// The `WWW-Authenticate` header of each 403 a refused tool call got
+    /// when sent again raw (2026-07-28): `(tool, header)`.
+    pub refused_calls: Vec<(String, Option<String>)>,
+}
+
+/// What a second principal (`--second-bearer-env`) was served.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct SecondPrincipal {
+    /// Its first `tools/list` page, or why none came.
+    pub tools_list: Option<Outcome>,
+}
+
+/// `--allow-load`: a burst of requests, and how many were refused as over
+/// a rate limit.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Burst {
+    /// Requests sent.
+    pub sent: usize,
+    /// Refused as rate limited (JSON-RPC error or HTTP 429).
+    pub limited: usize,
 }
 
 /// Everything the doctor observed about one server.
@@ -140,6 +174,27 @@ pub struct Observations {
     pub read_budget: usize,
     /// Progress notifications that named a token no request carried.
     pub stray_progress: u64,
+    /// The URL, over HTTP.
+    pub url: Option<String>,
+    /// Whether the doctor sent credentials (`--header`, `--bearer-env`).
+    pub credentials: bool,
+    /// What the second principal saw, when one was given.
+    pub second: Option<SecondPrincipal>,
+    /// `resources/read` of URIs no server should serve: `(what, outcome)`
+    /// (a path traversal, an unknown scheme).
+    pub bad_reads: Vec<(String, Outcome)>,
+    /// `completion/complete` for a prompt that does not exist.
+    pub bad_completion: Option<Outcome>,
+    /// The params of each elicitation asked during a call (`message`,
+    /// `requestedSchema`).
+    pub elicitations: Vec<Value>,
+    /// `--allow-load`: bursts of `completion/complete` and of a read-only
+    /// tool's calls.
+    pub completion_burst: Option<Burst>,
+    /// The tool calls' burst.
+    pub call_burst: Option<Burst>,
+    /// Whether `--allow-load` was given.
+    pub allow_load: bool,
 }
 
 impl Outcome {

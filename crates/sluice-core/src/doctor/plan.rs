@@ -20,6 +20,10 @@ pub fn may_call(tool: &Value, allow_calls: bool) -> Result<(), &'static str> {
     if hint("readOnlyHint") == Some(true) {
         return Ok(());
     }
+    // --allow-calls would not change a thing for it: no hint to offer.
+    if hint("destructiveHint") == Some(true) {
+        return Err("annotated destructiveHint: true, never called");
+    }
     if !allow_calls {
         return Err(
             "not annotated readOnlyHint: true (pass --allow-calls to call tools annotated destructiveHint: false)",
@@ -310,29 +314,37 @@ pub fn page_view(result: &Value) -> PageView {
     }
 }
 
-/// Keys that name a backend position inside a decoded cursor.
-const POSITION_KEYS: [&str; 12] = [
-    "offset",
-    "skip",
-    "page",
-    "index",
-    "position",
-    "lastId",
-    "last_id",
-    "id",
-    "createdBefore",
-    "backendCursor",
-    "start",
-    "after",
-];
-
-/// How a cursor exposes the backend's position, if it does: a plain
-/// number, or base64 of JSON (or of a number) naming one. An opaque cursor
-/// (sealed, random, encrypted) reveals nothing.
+/// How a cursor exposes the backend's position, if it does: it, or one of
+/// its `.`-separated segments, is a plain number; or it or any of its `.`-
+/// or `-`-separated segments is base64 (or base64url) of JSON or of a
+/// number. A sealed cursor (`base64url(JSON).signature` is not one) or a
+/// random key reveals nothing.
 pub fn cursor_exposes_position(cursor: &str) -> Option<String> {
-    if !cursor.is_empty() && cursor.bytes().all(|b| b.is_ascii_digit()) {
+    let plain = |s: &str| !s.is_empty() && s.bytes().all(|b| b.is_ascii_digit());
+    if plain(cursor) {
         return Some("is a plain number (a raw offset)".into());
     }
+    let dotted: Vec<&str> = cursor.split('.').collect();
+    if dotted.len() > 1 && dotted.iter().any(|s| plain(s)) {
+        return Some("has a plain number as a segment (a raw offset)".into());
+    }
+    // A `-` is also a base64url digit: a piece between two is only read
+    // as an encoding, never as a number on its own.
+    let mut candidates: Vec<&str> = vec![cursor];
+    candidates.extend(dotted.iter().copied());
+    for segment in &dotted {
+        candidates.extend(segment.split('-'));
+    }
+    candidates.dedup();
+    candidates
+        .into_iter()
+        .filter(|c| c.len() >= 2)
+        .find_map(decoded_position)
+}
+
+/// What a base64 (or base64url, padded or not) `text` decodes to, if it is
+/// a number (two digits or more) or a JSON object or array.
+fn decoded_position(text: &str) -> Option<String> {
     let engines = [
         &base64::engine::general_purpose::STANDARD,
         &base64::engine::general_purpose::URL_SAFE,
@@ -341,20 +353,23 @@ pub fn cursor_exposes_position(cursor: &str) -> Option<String> {
     ];
     let decoded = engines
         .iter()
-        .find_map(|e| e.decode(cursor).ok())
+        .find_map(|e| e.decode(text).ok())
         .and_then(|bytes| String::from_utf8(bytes).ok())?;
-    let text = decoded.trim();
-    if !text.is_empty() && text.bytes().all(|b| b.is_ascii_digit()) {
-        return Some("is base64 of a plain number (a raw offset)".into());
+    let decoded = decoded.trim();
+    if decoded.len() >= 2 && decoded.bytes().all(|b| b.is_ascii_digit()) {
+        return Some("decodes (base64) to a plain number (a raw offset)".into());
     }
-    let json: Value = serde_json::from_str(text).ok()?;
-    let keys: Vec<&str> = json
-        .as_object()?
-        .keys()
-        .map(String::as_str)
-        .filter(|k| POSITION_KEYS.contains(k))
-        .collect();
-    (!keys.is_empty()).then(|| format!("is base64 of JSON naming {}", keys.join(", ")))
+    match serde_json::from_str::<Value>(decoded).ok()? {
+        Value::Object(obj) => Some(format!(
+            "decodes (base64) to JSON naming {}",
+            obj.keys()
+                .map(String::as_str)
+                .collect::<Vec<_>>()
+                .join(", ")
+        )),
+        Value::Array(_) => Some("decodes (base64) to a JSON array".into()),
+        _ => None,
+    }
 }
 
 #[cfg(test)]
@@ -373,6 +388,11 @@ mod tests {
         assert_eq!(
             may_call(&plain, true),
             Err("may be destructive (no destructiveHint: false), never called")
+        );
+        let destructive = json!({"name": "d", "annotations": {"destructiveHint": true}});
+        assert_eq!(
+            may_call(&destructive, false),
+            Err("annotated destructiveHint: true, never called")
         );
     }
 
@@ -448,8 +468,27 @@ mod tests {
         let b64 = base64::engine::general_purpose::STANDARD.encode(r#"{"offset":40}"#);
         assert_eq!(
             cursor_exposes_position(&b64).as_deref(),
-            Some("is base64 of JSON naming offset")
+            Some("decodes (base64) to JSON naming offset")
         );
+        // A signed but readable cursor: base64url(JSON).signature.
+        let signed = format!(
+            "{}.{}",
+            base64::engine::general_purpose::URL_SAFE_NO_PAD
+                .encode(r#"{"v":1,"s":"tools/list","o":500,"k":"h__tool_499"}"#),
+            "Zm9vYmFyYmF6cXV4"
+        );
+        assert_eq!(
+            cursor_exposes_position(&signed).as_deref(),
+            Some("decodes (base64) to JSON naming v, s, o, k")
+        );
+        assert!(cursor_exposes_position("page.40").is_some());
+        let dashed = format!(
+            "x9-{}",
+            base64::engine::general_purpose::URL_SAFE_NO_PAD.encode("[3,4]")
+        );
+        assert!(cursor_exposes_position(&dashed).is_some());
+        // Random base64url with dashes and digit runs between them.
+        assert_eq!(cursor_exposes_position("q7Lr-4-Xv0pZ_aYb-kT2m"), None);
         let b64n = base64::engine::general_purpose::URL_SAFE_NO_PAD.encode("120");
         assert!(cursor_exposes_position(&b64n).is_some());
         assert_eq!(cursor_exposes_position("v1.k3J9xQ-7dfa0c1e"), None);

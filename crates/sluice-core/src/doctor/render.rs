@@ -5,7 +5,7 @@ use std::fmt::Write as _;
 
 use serde_json::{Value, json};
 
-use super::{Report, Verdict};
+use super::{Report, Verdict, detect};
 
 impl Report {
     /// The human report: one block per rule, a line per detector, the
@@ -23,6 +23,9 @@ impl Report {
             self.transport,
             self.protocol_version.as_deref().unwrap_or("none")
         );
+        if let Some(cause) = &self.unreachable {
+            let _ = writeln!(out, "unreachable: {cause}");
+        }
         let mut rule = "";
         for f in &self.findings {
             if f.rule != rule {
@@ -32,14 +35,19 @@ impl Report {
             let (mark, detail) = match &f.verdict {
                 Verdict::Pass { note } => ("pass", note.clone().unwrap_or_default()),
                 Verdict::Fail { .. } => ("FAIL", String::new()),
+                // Said once above, not once per detector.
+                Verdict::CouldNotJudge { reason } if reason == detect::NOT_REACHED => {
+                    ("n/j ", String::new())
+                }
                 Verdict::CouldNotJudge { reason } => ("n/j ", reason.clone()),
+                Verdict::NotObservable { reason } => ("n/o ", reason.clone()),
             };
             let detail = if detail.is_empty() {
                 String::new()
             } else {
                 format!(": {detail}")
             };
-            let _ = writeln!(out, "  {mark}  {:<26} {}{detail}", f.id, f.title);
+            let _ = writeln!(out, "  {mark}  {:<28} {}{detail}", f.id, f.title);
             if let Verdict::Fail { evidence } = &f.verdict {
                 for e in evidence {
                     let _ = writeln!(out, "          - {e}");
@@ -55,10 +63,11 @@ impl Report {
         }
         let _ = writeln!(
             out,
-            "\n{} passed, {} failed, {} could not be judged (exit {})",
+            "\n{} passed, {} failed, {} could not be judged, {} not observable from outside (exit {})",
             self.summary.pass,
             self.summary.fail,
             self.summary.could_not_judge,
+            self.summary.not_observable,
             self.exit_code()
         );
         out
@@ -99,57 +108,78 @@ impl Report {
             .collect()
     }
 
-    /// SARIF 2.1.0: one rule per detector, one result per finding that is
-    /// not a pass (`error` for a failure, `note` for could-not-judge).
+    /// SARIF 2.1.0: one rule per detector (with its help text), one result
+    /// per finding that is not a pass (`error` for a failure, `note` for
+    /// could-not-judge and not observable).
     pub fn to_sarif(&self) -> Value {
-        let rules: Vec<Value> = self
-            .findings
+        let rules: Vec<Value> = detect::DETECTORS
             .iter()
-            .map(|f| {
+            .map(|d| {
                 json!({
-                    "id": f.id,
-                    "name": f.id.replace(['/', '-'], "_"),
-                    "shortDescription": {"text": f.title},
-                    "help": {"text": f.fix},
-                    "properties": {"rule": f.rule},
+                    "id": d.id,
+                    "name": d.id.replace(['/', '-'], "_"),
+                    "shortDescription": {"text": d.title},
+                    "help": {"text": format!("{}. Fix: {}.", d.title, d.fix)},
+                    "properties": {"rule": d.rule},
                 })
             })
             .collect();
         let results: Vec<Value> = self
             .findings
             .iter()
-            .enumerate()
-            .filter_map(|(i, f)| {
+            .filter_map(|f| {
                 let (level, message) = match &f.verdict {
                     Verdict::Pass { .. } => return None,
                     Verdict::Fail { evidence } => {
                         ("error", format!("{}: {}", f.title, evidence.join("; ")))
                     }
                     Verdict::CouldNotJudge { reason } => {
+                        let reason = match (&self.unreachable, reason.as_str()) {
+                            (Some(cause), detect::NOT_REACHED) => format!("{reason}: {cause}"),
+                            _ => reason.clone(),
+                        };
                         ("note", format!("could not judge: {reason}"))
                     }
+                    Verdict::NotObservable { reason } => ("note", reason.clone()),
                 };
+                let index = detect::DETECTORS.iter().position(|d| d.id == f.id)?;
                 Some(json!({
                     "ruleId": f.id,
-                    "ruleIndex": i,
+                    "ruleIndex": index,
                     "level": level,
                     "message": {"text": message},
                     "locations": [{"physicalLocation": {"artifactLocation": {"uri": self.artifact_uri()}}}],
                 }))
             })
             .collect();
+        // No informationUri: the workspace names no public home page.
         json!({
             "$schema": "https://json.schemastore.org/sarif-2.1.0.json",
             "version": "2.1.0",
             "runs": [{
                 "tool": {"driver": {
                     "name": "sluice doctor",
-                    "informationUri": "https://example.invalid/sluice",
+                    "version": env!("CARGO_PKG_VERSION"),
                     "rules": rules,
                 }},
                 "results": results,
                 "properties": {"target": self.target, "transport": self.transport},
             }],
         })
+    }
+
+    /// `sluice doctor --list-rules`: every rule of the standard, in order,
+    /// with what each of its detectors judges, or why none can; then the
+    /// envelope, boundary and poisoning detectors.
+    pub fn rules_text() -> String {
+        let mut out = String::new();
+        for d in detect::DETECTORS {
+            match detect::not_observable(d.id) {
+                Some(why) => writeln!(out, "{:<28} {} ({why})", d.id, d.title),
+                None => writeln!(out, "{:<28} {}", d.id, d.title),
+            }
+            .unwrap_or_default();
+        }
+        out
     }
 }

@@ -71,6 +71,8 @@ struct App {
     fx: Arc<Fixture>,
     sessions: Mutex<HashMap<String, Arc<Peer>>>,
     polled: Mutex<HashMap<String, Arc<Polled>>>,
+    /// Sessions opened so far (`--violate sequential-sessions` numbers them with it).
+    opened: std::sync::atomic::AtomicU64,
 }
 
 impl App {
@@ -95,6 +97,7 @@ pub async fn run(fx: Arc<Fixture>, port: u16) -> io::Result<()> {
         fx,
         sessions: Mutex::new(HashMap::new()),
         polled: Mutex::new(HashMap::new()),
+        opened: std::sync::atomic::AtomicU64::new(0),
     });
     let router = Router::new()
         .route("/mcp", post(post_mcp).get(get_mcp).delete(delete_mcp))
@@ -456,7 +459,15 @@ async fn post_mcp(State(app): State<Arc<App>>, headers: HeaderMap, body: Bytes) 
                     if let Err(err) = legacy_version_header() {
                         return rpc_error(StatusCode::BAD_REQUEST, &id, &err);
                     }
-                    let sid = format!("{:032x}", rand::random::<u128>());
+                    let n = app
+                        .opened
+                        .fetch_add(1, std::sync::atomic::Ordering::Relaxed)
+                        + 1;
+                    let sid = if app.fx.cfg.violates(Violation::SequentialSessions) {
+                        n.to_string()
+                    } else {
+                        format!("{:032x}", rand::random::<u128>())
+                    };
                     let peer = Peer::new();
                     app.sessions().insert(sid.clone(), Arc::clone(&peer));
                     eprintln!("sluice-fixture: new legacy session {sid}");

@@ -133,7 +133,12 @@ pub async fn call(fx: &Arc<Fixture>, params: &Value, ctx: &ReqCtx) -> Result<Pay
         }
         "progress" => progress(args, params, ctx, violates(Violation::BadProgress)).await,
         "sample" => return sample(args, params, ctx).await.map(Payload::from),
-        "elicit" => return elicit(args, params, ctx).await.map(Payload::from),
+        "elicit" => {
+            let sensitive = violates(Violation::SensitiveElicitation);
+            return elicit(args, params, ctx, sensitive)
+                .await
+                .map(Payload::from);
+        }
         // The catalog changes at run time: list_changed notification and cache invalidation.
         "add_tool" => {
             let added = fx.add_tool();
@@ -373,14 +378,16 @@ async fn sample(args: &Value, params: &Value, ctx: &ReqCtx) -> Result<Value, Rpc
     }
 }
 
-/// The elicitation request the `elicit` tool makes.
-fn elicitation_params(message: &str) -> Value {
+/// The elicitation request the `elicit` tool makes (asking for a `password` under `--violate
+/// sensitive-elicitation`).
+fn elicitation_params(message: &str, sensitive: bool) -> Value {
+    let field = if sensitive { "password" } else { "answer" };
     json!({
         "message": message,
         "requestedSchema": {
             "type": "object",
-            "properties": {"answer": {"type": "string"}},
-            "required": ["answer"]
+            "properties": {field: {"type": "string"}},
+            "required": [field]
         }
     })
 }
@@ -415,7 +422,12 @@ fn declares(params: &Value, name: &str) -> bool {
 /// Modern: MRTR. Without `inputResponses.elicit` it returns `resultType: "input_required"` with
 /// `inputRequests.elicit` (or `-32021` if the request did not declare the `elicitation` client
 /// capability); the retry's `inputResponses.elicit` is answered the same way.
-async fn elicit(args: &Value, params: &Value, ctx: &ReqCtx) -> Result<Value, RpcError> {
+async fn elicit(
+    args: &Value,
+    params: &Value,
+    ctx: &ReqCtx,
+    sensitive: bool,
+) -> Result<Value, RpcError> {
     let message = match str_arg(args, "message") {
         Ok(m) => m,
         Err(e) => return Ok(e),
@@ -426,7 +438,11 @@ async fn elicit(args: &Value, params: &Value, ctx: &ReqCtx) -> Result<Value, Rpc
                 return Ok(tool_error("no client connection to elicit from"));
             };
             let reply = peer
-                .request(&ctx.out, "elicitation/create", elicitation_params(message))
+                .request(
+                    &ctx.out,
+                    "elicitation/create",
+                    elicitation_params(message, sensitive),
+                )
                 .await;
             Ok(match reply {
                 Some(r) if r.get("error").is_some() => {
@@ -448,7 +464,7 @@ async fn elicit(args: &Value, params: &Value, ctx: &ReqCtx) -> Result<Value, Rpc
                 "resultType": "input_required",
                 "inputRequests": {"elicit": {
                     "method": "elicitation/create",
-                    "params": elicitation_params(message)
+                    "params": elicitation_params(message, sensitive)
                 }}
             }))
         }

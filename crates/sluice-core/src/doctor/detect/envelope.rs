@@ -11,6 +11,11 @@ use crate::doctor::observe::{CatalogOutcome, Observations, Outcome};
 use crate::doctor::plan::{self, PageShape};
 use crate::envelope::DEFAULT_PAGE_BYTES;
 
+/// The largest page a list tool may allow (sluice's own envelope's).
+const MAX_LIMIT: u64 = crate::envelope::MAX_LIMIT as u64;
+/// The page size of a list tool called without a limit.
+const DEFAULT_LIMIT: u64 = crate::envelope::DEFAULT_LIMIT as u64;
+
 /// The list-style tools of a completely read catalog, or the verdict when
 /// there are none (or the catalog could not be read).
 fn list_tools(obs: &Observations) -> Result<Vec<&Value>, Verdict> {
@@ -77,7 +82,27 @@ pub(super) fn limit_bounded(obs: &Observations) -> Verdict {
                 evidence.push(format!("{name}: `{arg}` has no maximum in its schema"))
             }
             Some((arg, Some(max))) => {
+                if max > MAX_LIMIT {
+                    evidence.push(format!(
+                        "{name}: `{arg}` allows up to {max} rows (at most {MAX_LIMIT})"
+                    ));
+                }
+                if let Some(default) = schema.pointer(&format!("/properties/{arg}/default"))
+                    && default.as_u64() != Some(DEFAULT_LIMIT)
+                {
+                    evidence.push(format!(
+                        "{name}: `{arg}` defaults to {default}, not {DEFAULT_LIMIT}"
+                    ));
+                }
                 let probe = obs.list_tools.iter().find(|p| p.tool == name);
+                if let Some(Outcome::Result(r)) = probe.and_then(|p| p.first.as_ref())
+                    && let Some(rows) = plan::page_view(r).rows
+                    && rows as u64 > DEFAULT_LIMIT
+                {
+                    evidence.push(format!(
+                        "{name}: without `{arg}`, a page has {rows} rows (the default is {DEFAULT_LIMIT})"
+                    ));
+                }
                 if let Some((asked, Outcome::Result(r))) = probe.and_then(|p| p.huge_limit.as_ref())
                     && r.get("isError") != Some(&Value::Bool(true))
                     && plan::page_view(r)
@@ -88,6 +113,19 @@ pub(super) fn limit_bounded(obs: &Observations) -> Verdict {
                         "{name}: `{arg}` = {asked} returned more than its maximum {max} rows"
                     ));
                 }
+            }
+        }
+    }
+    for tool in &tools {
+        let name = tool.get("name").and_then(Value::as_str).unwrap_or_default();
+        if let Some(fields) = tool.pointer("/inputSchema/properties/fields") {
+            let values: Vec<&str> = fields
+                .get("enum")
+                .and_then(Value::as_array)
+                .map(|e| e.iter().filter_map(Value::as_str).collect())
+                .unwrap_or_default();
+            if !(values.contains(&"lite") && values.contains(&"full")) {
+                evidence.push(format!("{name}: `fields` does not offer lite and full"));
             }
         }
     }

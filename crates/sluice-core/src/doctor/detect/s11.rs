@@ -15,12 +15,12 @@ pub(super) fn output_schema(obs: &Observations) -> Verdict {
     let mut checked = 0;
     let mut evidence = Vec::new();
     for call in &obs.calls {
-        // An MRTR round is no tool result yet.
-        let Some(result) = call
-            .outcome
-            .result()
-            .filter(|r| r.get("resultType").and_then(Value::as_str) != Some("input_required"))
-        else {
+        // An MRTR round is no tool result yet, and an execution error
+        // (isError) is not held to the outputSchema.
+        let Some(result) = call.outcome.result().filter(|r| {
+            r.get("resultType").and_then(Value::as_str) != Some("input_required")
+                && r.get("isError") != Some(&Value::Bool(true))
+        }) else {
             continue;
         };
         let structured = result.get("structuredContent").filter(|s| !s.is_null());
@@ -34,12 +34,10 @@ pub(super) fn output_schema(obs: &Observations) -> Verdict {
                 checked += 1;
                 evidence.extend(schema_mismatch(&call.tool, content, schema));
             }
-            (None, Some(_)) if result.get("isError") != Some(&Value::Bool(true)) => {
-                evidence.push(format!(
-                    "{}: declares an outputSchema but returned no structuredContent",
-                    call.tool
-                ))
-            }
+            (None, Some(_)) => evidence.push(format!(
+                "{}: declares an outputSchema but returned no structuredContent",
+                call.tool
+            )),
             _ => {}
         }
     }

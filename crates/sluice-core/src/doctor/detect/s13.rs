@@ -1,5 +1,6 @@
 //! S-13: progress is reported with the caller's `progressToken`,
-//! increasing.
+//! increasing, and names no request that is not active: a token no request
+//! carried, or one whose request was already answered, is a stale id.
 
 use serde_json::Value;
 
@@ -10,7 +11,7 @@ use crate::doctor::observe::Observations;
 pub(super) fn progress(obs: &Observations) -> Verdict {
     if obs.stray_progress > 0 {
         return fail(vec![format!(
-            "{} notifications/progress named a progressToken no request carried",
+            "{} notifications/progress named a progressToken no active request carried",
             obs.stray_progress
         )]);
     }

@@ -69,3 +69,35 @@ pub(super) fn unknown_version(obs: &Observations) -> Verdict {
         ),
     }
 }
+
+/// Server capabilities that later revisions added, with the revision that
+/// added each: a server that negotiated an older one must not declare it.
+const ADDED_CAPABILITIES: [(&str, &str); 2] =
+    [("completions", "2025-03-26"), ("tasks", "2025-11-25")];
+
+pub(super) fn capabilities(obs: &Observations) -> Verdict {
+    if obs.era == Some(Era::Modern) {
+        return pass_note(
+            "not applicable: 2026-07-28 lists its capabilities per version in server/discover",
+        );
+    }
+    let (Some(version), Some(caps)) = (
+        obs.protocol_version.as_deref(),
+        obs.handshake.as_ref().and_then(|h| h.get("capabilities")),
+    ) else {
+        return cannot("no initialize result with capabilities");
+    };
+    // Dates in ISO form compare as strings.
+    let evidence: Vec<String> = ADDED_CAPABILITIES
+        .iter()
+        .filter(|(name, since)| caps.get(*name).is_some() && version < *since)
+        .map(|(name, since)| {
+            format!("initialize negotiated {version} but declares {name}, added in {since}")
+        })
+        .collect();
+    if evidence.is_empty() {
+        pass_note(format!("every capability exists in {version}"))
+    } else {
+        fail(evidence)
+    }
+}

@@ -30,6 +30,19 @@ pub(super) fn discover(obs: &Observations) -> Verdict {
             if !r.get("capabilities").is_some_and(Value::is_object) {
                 evidence.push("server/discover: no capabilities object".into());
             }
+            // DiscoverResult extends CacheableResult (S-2, S-3).
+            if !r.get("ttlMs").is_some_and(Value::is_u64) {
+                evidence.push("server/discover: no ttlMs (a non-negative integer)".into());
+            }
+            if !matches!(
+                r.get("cacheScope").and_then(Value::as_str),
+                Some("public" | "private")
+            ) {
+                evidence.push("server/discover: no cacheScope (public or private)".into());
+            }
+            if r.get("resultType").and_then(Value::as_str) != Some("complete") {
+                evidence.push("server/discover: resultType is not \"complete\"".into());
+            }
             if evidence.is_empty() {
                 pass()
             } else {
