@@ -37,10 +37,10 @@ LIST_FIELDS = {"tools": "tools", "resources": "resources", "resource_templates":
                "prompts": "prompts"}
 # The defining fields of each list (crates/sluice-core/src/catalog/definition.rs).
 DEFINING = {
-    "tools": ("name", "title", "description", "inputSchema", "outputSchema", "annotations"),
-    "resources": ("uri", "name", "title", "description", "mimeType"),
-    "resourceTemplates": ("uriTemplate", "name", "title", "description", "mimeType"),
-    "prompts": ("name", "title", "description", "arguments"),
+    "tools": ("name", "title", "description", "inputSchema", "outputSchema", "annotations", "execution", "icons"),
+    "resources": ("uri", "name", "title", "description", "mimeType", "icons"),
+    "resourceTemplates": ("uriTemplate", "name", "title", "description", "mimeType", "icons"),
+    "prompts": ("name", "title", "description", "arguments", "icons"),
 }
 DIGEST_RE = re.compile(r"sha256:[0-9a-f]{64}")
 
@@ -79,7 +79,7 @@ def expect_exit(p: subprocess.CompletedProcess[str], code: int) -> None:
 def read_lock(path: Path) -> dict[str, Any]:
     assert path.is_file(), f"no lockfile at {path}"
     doc = json.loads(path.read_text(encoding="utf-8"))
-    assert doc.get("version") == 1, doc.get("version")
+    assert doc.get("version") == 2, doc.get("version")
     return doc
 
 
