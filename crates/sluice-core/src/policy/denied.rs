@@ -35,6 +35,7 @@ use crate::catalog::drift::DriftKind;
 use crate::health::UpstreamState;
 use crate::jsonrpc::{self, RpcError};
 use crate::method::ListKind;
+use crate::outbound::browser::BrowserUrlError;
 use crate::protocol::{self, Era};
 
 /// The upstream is not available.
@@ -141,7 +142,8 @@ pub enum UpstreamFailure {
 /// sluice's refusal of a request, or the failure of the upstream it went
 /// to: what the client gets instead of a result. A few variants answer an
 /// upstream's own question instead, when it cannot be put to the client
-/// (`ClientCannotAnswer`, `NoClientAnswered`, `SensitiveElicitation`);
+/// (`ClientCannotAnswer`, `NoClientAnswered`, `SensitiveElicitation`,
+/// `UnsafeElicitationUrl`);
 /// only their JSON-RPC error matters then.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
 pub enum Denied {
@@ -299,6 +301,10 @@ pub enum Denied {
         "sluice refused an elicitation that asks for sensitive data (a credential, payment or identity field); collect secrets through configuration or URL-mode elicitation"
     )]
     SensitiveElicitation,
+    /// A URL-mode elicitation whose URL may not be put to a user (see
+    /// `outbound::browser`).
+    #[error("sluice refused a URL-mode elicitation: {0}")]
+    UnsafeElicitationUrl(BrowserUrlError),
     /// The upstream kept asking for input.
     #[error("the upstream asked for input more than {0} times")]
     TooManyRounds(usize),
@@ -400,7 +406,8 @@ impl Denied {
             }
             Denied::InvalidParams(_)
             | Denied::UnknownEntry { .. }
-            | Denied::SensitiveElicitation => RpcError::new(jsonrpc::INVALID_PARAMS, message),
+            | Denied::SensitiveElicitation
+            | Denied::UnsafeElicitationUrl(_) => RpcError::new(jsonrpc::INVALID_PARAMS, message),
             Denied::Protocol(e) | Denied::Params(e) | Denied::ClientError(e) => e.clone(),
             Denied::InvalidMessage(_)
             | Denied::HeadersTooLarge { .. }
@@ -525,7 +532,9 @@ impl Denied {
             Denied::DriftBlocked { .. } => Decision::BlockedDrift,
             Denied::RateLimited { .. } => Decision::RateLimited,
             Denied::InsufficientScope { .. } => Decision::RefusedScope,
-            Denied::SensitiveElicitation => Decision::RefusedElicitation,
+            Denied::SensitiveElicitation | Denied::UnsafeElicitationUrl(_) => {
+                Decision::RefusedElicitation
+            }
             Denied::ReadTooLarge { .. } => Decision::RefusedSize,
             Denied::Upstream(failure) => failure.decision(),
             // Refused before routing, or in a way no step claims: an
