@@ -51,6 +51,8 @@
 //! - [`trace_context`]: W3C `traceparent` from `_meta` or the HTTP header,
 //!   continued and propagated upstream.
 //! - [`seal`]: HMAC-sealed tokens (request states, list cursors).
+//! - [`tasks`]: task ids sealed per upstream and principal, where they sit
+//!   in answers, and what of tasks crosses between eras.
 //! - [`session_token`]: the sealed legacy session id that carries its
 //!   session to any replica sharing the secret.
 //! - [`request_state`]: the sealed `requestState` that lets a 2026-07-28
@@ -99,4 +101,5 @@ pub mod request_state;
 pub mod sandbox;
 pub mod seal;
 pub mod session_token;
+pub mod tasks;
 pub mod trace_context;

@@ -6,6 +6,8 @@
 //! Everything else is [`Method::Other`]: sluice does not serve it, and the
 //! name the client sent is kept by the caller for the error message.
 
+use crate::tasks::TaskMethod;
+
 /// The four paginated MCP lists (ordered as sluice reads them).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum ListKind {
@@ -46,6 +48,8 @@ pub enum Method {
     Listen,
     /// One of the four lists.
     List(ListKind),
+    /// A method of the tasks surface (see [`crate::tasks`]).
+    Task(TaskMethod),
     /// A method sluice does not serve.
     Other,
 }
@@ -150,7 +154,7 @@ impl ListKind {
 
 impl Method {
     /// Every method sluice serves (not [`Method::Other`]).
-    pub const SERVED: [Method; 15] = [
+    pub const SERVED: [Method; 19] = [
         Method::Initialize,
         Method::Ping,
         Method::Discover,
@@ -166,6 +170,10 @@ impl Method {
         Method::List(ListKind::Resources),
         Method::List(ListKind::ResourceTemplates),
         Method::List(ListKind::Prompts),
+        Method::Task(TaskMethod::Get),
+        Method::Task(TaskMethod::Result),
+        Method::Task(TaskMethod::Cancel),
+        Method::Task(TaskMethod::Update),
     ];
 
     /// The method a wire name stands for.
@@ -191,6 +199,7 @@ impl Method {
             Method::SetLogLevel => "logging/setLevel",
             Method::Listen => "subscriptions/listen",
             Method::List(kind) => kind.method(),
+            Method::Task(method) => method.name(),
             Method::Other => return None,
         })
     }
@@ -214,6 +223,7 @@ impl Method {
         matches!(
             self,
             Method::CallTool
+                | Method::Task(_)
                 | Method::GetPrompt
                 | Method::ReadResource
                 | Method::Subscribe
@@ -249,6 +259,8 @@ impl Method {
         match self {
             Method::CallTool | Method::GetPrompt => Some("name"),
             Method::ReadResource => Some("uri"),
+            // SEP-2663, Streamable HTTP routing headers.
+            Method::Task(_) => Some(TaskMethod::ID_FIELD),
             _ => None,
         }
     }
@@ -318,7 +330,11 @@ mod tests {
                 Method::ReadResource,
                 Method::Subscribe,
                 Method::Unsubscribe,
-                Method::Complete
+                Method::Complete,
+                Method::Task(TaskMethod::Get),
+                Method::Task(TaskMethod::Result),
+                Method::Task(TaskMethod::Cancel),
+                Method::Task(TaskMethod::Update),
             ]
         );
         assert!(Method::CallTool.is_bridgeable() && !Method::Complete.is_bridgeable());

@@ -6,6 +6,7 @@ use serde_json::Value;
 use sluice_core::boundary::budget::Surface;
 use sluice_core::method::{ListKind, Method};
 use sluice_core::policy::{Denied, admit, answer, route};
+use sluice_core::tasks::{self, TaskRef};
 
 use super::forward::Forward;
 use crate::client::RequestCtx;
@@ -67,8 +68,9 @@ impl Gateway {
             &exposed,
             snap.federation.tool(&exposed),
         );
-        let upstream_params = with_name(&params, "name", &route.name);
-        Forward {
+        let mut upstream_params = with_name(&params, "name", &route.name);
+        self.task_request(ctx, &upstream, &mut upstream_params);
+        let mut answer = Forward {
             ctx,
             snap,
             upstream: &upstream,
@@ -77,7 +79,18 @@ impl Gateway {
             boundary: &boundary,
         }
         .run(self, upstream_params)
-        .await
+        .await?;
+        if tasks::created_task(&answer) {
+            let task = TaskRef {
+                upstream: route.upstream,
+                id: String::new(),
+                tool: route.name,
+                exposed,
+                principal: ctx.principal.key(),
+            };
+            self.seal_task_ids(&mut answer, &task);
+        }
+        Ok(answer)
     }
 
     /// `prompts/get`: the prompt by its namespaced name, read through the
