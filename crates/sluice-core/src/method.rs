@@ -259,7 +259,10 @@ impl Method {
         match self {
             Method::CallTool | Method::GetPrompt => Some("name"),
             Method::ReadResource => Some("uri"),
-            // SEP-2663, Streamable HTTP routing headers.
+            // SEP-2663, Streamable HTTP routing headers (`tasks/result` is
+            // legacy only: no such header, and a 2026 request of it is
+            // answered as an unknown method).
+            Method::Task(TaskMethod::Result) => None,
             Method::Task(_) => Some(TaskMethod::ID_FIELD),
             _ => None,
         }

@@ -161,6 +161,20 @@ impl TaskIds {
     }
 }
 
+/// A 2026-07-28 request of the tasks surface must declare the extension
+/// (SEP-2663; `-32021` otherwise). A legacy client declared its tasks at
+/// `initialize`, and needs nothing per request.
+pub fn check_declared(era: Era, client_capabilities: &Value) -> Result<(), Denied> {
+    let declared = client_capabilities
+        .get("extensions")
+        .and_then(|e| e.get(EXTENSION))
+        .is_some_and(|c| !c.is_null());
+    if era == Era::Modern && !declared {
+        return Err(Denied::MissingExtension(EXTENSION));
+    }
+    Ok(())
+}
+
 /// Replaces every task id in an upstream's answer with `seal(id)`: a
 /// 2025-11-25 `CreateTaskResult` (`task.taskId`), a task (`taskId`, as
 /// 2026-07-28's `CreateTaskResult` and every `tasks/get`), and the
@@ -387,6 +401,23 @@ mod tests {
         let mut params = json!({"name": "t", "task": {"ttl": 1000}});
         strip_task_request(&mut params);
         assert_eq!(params, json!({"name": "t"}));
+    }
+
+    #[test]
+    fn a_modern_request_declares_the_extension() {
+        let declared = json!({"extensions": {EXTENSION: {}}});
+        assert_eq!(check_declared(Era::Modern, &declared), Ok(()));
+        assert_eq!(
+            check_declared(Era::Modern, &json!({"elicitation": {}})),
+            Err(Denied::MissingExtension(EXTENSION))
+        );
+        assert_eq!(check_declared(Era::Legacy, &json!({})), Ok(()));
+        let rpc = Denied::MissingExtension(EXTENSION).to_rpc();
+        assert_eq!(rpc.code, crate::jsonrpc::MISSING_CLIENT_CAPABILITY);
+        assert_eq!(
+            rpc.data,
+            Some(json!({"requiredCapabilities": {"extensions": {EXTENSION: {}}}}))
+        );
     }
 
     #[test]

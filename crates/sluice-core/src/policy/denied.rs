@@ -305,6 +305,10 @@ pub enum Denied {
     /// `outbound::browser`).
     #[error("sluice refused a URL-mode elicitation: {0}")]
     UnsafeElicitationUrl(BrowserUrlError),
+    /// A 2026-07-28 request of an extension's method that does not declare
+    /// the extension in its client capabilities.
+    #[error("this request needs the {0} extension, which it does not declare")]
+    MissingExtension(&'static str),
     /// The upstream kept asking for input.
     #[error("the upstream asked for input more than {0} times")]
     TooManyRounds(usize),
@@ -431,6 +435,10 @@ impl Denied {
             | Denied::ClientTimeout(_)
             | Denied::NoClientAnswered(_)
             | Denied::ForwardLost => RpcError::new(jsonrpc::INTERNAL_ERROR, message),
+            Denied::MissingExtension(id) => {
+                RpcError::new(jsonrpc::MISSING_CLIENT_CAPABILITY, message)
+                    .with_data(json!({"requiredCapabilities": {"extensions": {*id: {}}}}))
+            }
             Denied::ResourceNotFound { uri } => {
                 RpcError::new(jsonrpc::LEGACY_RESOURCE_NOT_FOUND, message)
                     .with_data(json!({"uri": uri}))

@@ -28,6 +28,7 @@ impl Gateway {
         if !method.in_era(ctx.era) {
             return Err(Denied::MethodNotFound(method.name().to_owned()));
         }
+        tasks::check_declared(ctx.era, &ctx.client_capabilities)?;
         let task = self
             .task_ids
             .open(params.get(TaskMethod::ID_FIELD), &ctx.principal.key())?;

@@ -131,6 +131,13 @@ fn the_refusal_table() {
             Decision::RefusedElicitation,
         ),
         (
+            Denied::MissingExtension("io.modelcontextprotocol/tasks"),
+            -32021,
+            200,
+            400,
+            Decision::Invalid,
+        ),
+        (
             Denied::UnsafeElicitationUrl(BrowserUrlError::NotHttps {
                 host: "pay.example".into(),
             }),
