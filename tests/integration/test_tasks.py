@@ -5,7 +5,8 @@ server-everything runs `simulate-research-query` only as a task (`execution.task
 calls it with `params.task`, polls `tasks/get` to a terminal status, then reads `tasks/result`.
 What the client sees of the task is sluice's: the id is sealed (it names neither the upstream nor
 the upstream's own id), is the same in every answer about the task, and opens for nobody else;
-the result carries the sealed id in its related-task `_meta`.
+the result carries the sealed id in its related-task `_meta`, and is redacted as the call's answer
+would be.
 """
 
 from __future__ import annotations
@@ -23,6 +24,10 @@ from conftest import write_config
 
 TOOL = "everything__simulate-research-query"
 RELATED = "io.modelcontextprotocol/related-task"
+# A github-token shape in the topic, which the research report repeats: the task's result goes
+# through the tool's boundary, so it must come back redacted, as a call's answer would.
+GHP = "ghp_" + "Zq8" * 12
+TOPIC = f"tide pools {GHP}"
 UUID = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")
 
 
@@ -37,7 +42,7 @@ async def _run_task(url: str) -> dict[str, Any]:
             out["execution"] = tools[TOOL].execution.model_dump(by_alias=True, exclude_none=True)
             # mcp 2.3.0 types a tools/call answer as CallToolResult only, so the CreateTaskResult
             # is read raw from the session's dispatcher, then validated as what it is.
-            params = {"name": TOOL, "arguments": {"topic": "tide pools"}, "task": {"ttl": 60_000}}
+            params = {"name": TOOL, "arguments": {"topic": TOPIC}, "task": {"ttl": 60_000}}
             raw_created = await client.session._dispatcher.send_raw_request(  # noqa: SLF001
                 "tools/call", params, {"timeout": H.OP_TIMEOUT})
             created = types.CreateTaskResult.model_validate(raw_created)
@@ -88,6 +93,7 @@ def test_a_task_runs_through_sluice_with_a_sealed_id(tmp_path: Path, sluice_serv
     assert got["created"]["task"]["taskId"] == task_id, ctx
     assert got["statuses"][-1] == "completed", ctx
     text = "\n".join(c.get("text", "") for c in got["result"]["content"])
-    assert "tide pools" in text, ctx
+    assert "tide pools" in text and "[redacted]" in text, ctx
+    assert GHP not in str(got), ctx
     assert got["result"]["_meta"][RELATED]["taskId"] == task_id, ctx
     assert got["bogus"] == [-32602, -32602], ctx

@@ -32,6 +32,7 @@ use serde_json::{Map, Value, json};
 use crate::policy::Denied;
 use crate::protocol::Era;
 use crate::seal::SealKey;
+use crate::versions::{self, Feature};
 
 /// The 2026-07-28 extension's identifier.
 pub const EXTENSION: &str = "io.modelcontextprotocol/tasks";
@@ -239,9 +240,6 @@ pub fn strip_task_request(params: &mut Value) {
     }
 }
 
-/// The first legacy version with tasks.
-pub const FIRST_LEGACY_TASKS_VERSION: &str = "2025-11-25";
-
 /// What sluice declares of tasks to a client of `era` speaking `version`,
 /// given the capabilities of the upstreams of that era that are
 /// connected: the legacy `tasks` capability (`cancel` only when every such
@@ -252,8 +250,7 @@ pub fn served_capability<'a>(
     version: &str,
     upstreams: impl IntoIterator<Item = &'a Value>,
 ) -> Option<Value> {
-    // Versions are dates: they order as strings.
-    if era == Era::Legacy && version < FIRST_LEGACY_TASKS_VERSION {
+    if era == Era::Legacy && !versions::has(version, Feature::CoreTasks) {
         return None;
     }
     let running: Vec<&Value> = upstreams

@@ -212,7 +212,7 @@ impl Gateway {
             Method::Complete => self.complete(ctx, &snap, params).await,
             Method::SetLogLevel => self.set_log_level(ctx, &snap, params).await,
             Method::Listen if ctx.era == Era::Modern => self.listen(ctx, params).await,
-            Method::List(kind) => self.list(&snap, kind, &params),
+            Method::List(kind) => self.list(&snap, kind, &params, ctx.protocol_version()),
             Method::Task(task) => self.task(ctx, &snap, task, params).await,
             Method::Initialize | Method::Listen | Method::Other => {
                 Err(Denied::MethodNotFound(name.to_owned()))
