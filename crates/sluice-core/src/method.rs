@@ -6,7 +6,7 @@
 //! Everything else is [`Method::Other`]: sluice does not serve it, and the
 //! name the client sent is kept by the caller for the error message.
 
-use crate::tasks::TaskMethod;
+use crate::protocol::Era;
 
 /// The four paginated MCP lists (ordered as sluice reads them).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -63,6 +63,19 @@ pub enum ServerRequest {
     Elicit,
     /// `roots/list`.
     ListRoots,
+}
+
+/// A method of the tasks surface (see [`crate::tasks`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum TaskMethod {
+    /// `tasks/get`: the task's status (2026: and its result, when done).
+    Get,
+    /// `tasks/result`: the task's result (2025-11-25 only).
+    Result,
+    /// `tasks/cancel`.
+    Cancel,
+    /// `tasks/update`: answers for a task waiting on input (2026-07-28 only).
+    Update,
 }
 
 /// Notification methods sluice reads or writes.
@@ -266,6 +279,50 @@ impl Method {
             Method::Task(_) => Some(TaskMethod::ID_FIELD),
             _ => None,
         }
+    }
+}
+
+// === impl TaskMethod ===
+
+impl TaskMethod {
+    /// All four.
+    pub const ALL: [TaskMethod; 4] = [
+        TaskMethod::Get,
+        TaskMethod::Result,
+        TaskMethod::Cancel,
+        TaskMethod::Update,
+    ];
+
+    /// The params field holding the task id (also what 2026-07-28 HTTP
+    /// mirrors in `Mcp-Name`, SEP-2663).
+    pub const ID_FIELD: &'static str = "taskId";
+
+    /// The wire name.
+    pub fn name(self) -> &'static str {
+        match self {
+            TaskMethod::Get => "tasks/get",
+            TaskMethod::Result => "tasks/result",
+            TaskMethod::Cancel => "tasks/cancel",
+            TaskMethod::Update => "tasks/update",
+        }
+    }
+
+    /// Whether a client of `era` may call it: `tasks/result` went away in
+    /// 2026-07-28 (the result is inlined in `tasks/get`), `tasks/update`
+    /// came with it.
+    pub fn in_era(self, era: Era) -> bool {
+        match self {
+            TaskMethod::Get | TaskMethod::Cancel => true,
+            TaskMethod::Result => era == Era::Legacy,
+            TaskMethod::Update => era == Era::Modern,
+        }
+    }
+
+    /// Whether its answer carries the tool's result, which then goes
+    /// through the tool's boundary (read budget, redaction) as a call's
+    /// answer does.
+    pub fn carries_result(self) -> bool {
+        matches!(self, TaskMethod::Get | TaskMethod::Result)
     }
 }
 

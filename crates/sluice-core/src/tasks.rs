@@ -29,6 +29,7 @@
 
 use serde_json::{Map, Value, json};
 
+pub use crate::method::TaskMethod;
 use crate::policy::Denied;
 use crate::protocol::Era;
 use crate::seal::SealKey;
@@ -39,19 +40,6 @@ pub const EXTENSION: &str = "io.modelcontextprotocol/tasks";
 
 /// The `_meta` key that names a message's task (2025-11-25).
 pub const RELATED_TASK: &str = "io.modelcontextprotocol/related-task";
-
-/// A method of the tasks surface.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum TaskMethod {
-    /// `tasks/get`: the task's status (2026: and its result, when done).
-    Get,
-    /// `tasks/result`: the task's result (2025-11-25 only).
-    Result,
-    /// `tasks/cancel`.
-    Cancel,
-    /// `tasks/update`: answers for a task waiting on input (2026-07-28 only).
-    Update,
-}
 
 /// A task as sluice knows it: inside the sealed id it hands out.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -72,50 +60,6 @@ pub struct TaskRef {
 /// Seals and opens the task ids clients see.
 pub struct TaskIds {
     key: SealKey,
-}
-
-// === impl TaskMethod ===
-
-impl TaskMethod {
-    /// All four.
-    pub const ALL: [TaskMethod; 4] = [
-        TaskMethod::Get,
-        TaskMethod::Result,
-        TaskMethod::Cancel,
-        TaskMethod::Update,
-    ];
-
-    /// The params field holding the task id (also what 2026-07-28 HTTP
-    /// mirrors in `Mcp-Name`, SEP-2663).
-    pub const ID_FIELD: &'static str = "taskId";
-
-    /// The wire name.
-    pub fn name(self) -> &'static str {
-        match self {
-            TaskMethod::Get => "tasks/get",
-            TaskMethod::Result => "tasks/result",
-            TaskMethod::Cancel => "tasks/cancel",
-            TaskMethod::Update => "tasks/update",
-        }
-    }
-
-    /// Whether a client of `era` may call it: `tasks/result` went away in
-    /// 2026-07-28 (the result is inlined in `tasks/get`), `tasks/update`
-    /// came with it.
-    pub fn in_era(self, era: Era) -> bool {
-        match self {
-            TaskMethod::Get | TaskMethod::Cancel => true,
-            TaskMethod::Result => era == Era::Legacy,
-            TaskMethod::Update => era == Era::Modern,
-        }
-    }
-
-    /// Whether its answer carries the tool's result, which then goes
-    /// through the tool's boundary (read budget, redaction) as a call's
-    /// answer does.
-    pub fn carries_result(self) -> bool {
-        matches!(self, TaskMethod::Get | TaskMethod::Result)
-    }
 }
 
 // === impl TaskIds ===
