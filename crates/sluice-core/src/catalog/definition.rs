@@ -34,10 +34,11 @@ pub enum Format {
     V2,
 }
 
-/// The fields that define an entry of `kind` under `format`.
-pub fn fields(kind: ListKind, format: Format) -> &'static [&'static str] {
-    match (kind, format) {
-        (ListKind::Tools, Format::V1) => &[
+/// The fields that define an entry of `kind` under `format`: format 1's,
+/// then what format 2 added.
+pub fn fields(kind: ListKind, format: Format) -> impl Iterator<Item = &'static str> + Clone {
+    let format_1: &'static [&'static str] = match kind {
+        ListKind::Tools => &[
             "name",
             "title",
             "description",
@@ -45,41 +46,23 @@ pub fn fields(kind: ListKind, format: Format) -> &'static [&'static str] {
             "outputSchema",
             "annotations",
         ],
-        (ListKind::Tools, Format::V2) => &[
-            "name",
-            "title",
-            "description",
-            "inputSchema",
-            "outputSchema",
-            "annotations",
-            "execution",
-            "icons",
-        ],
-        (ListKind::Resources, Format::V1) => &["uri", "name", "title", "description", "mimeType"],
-        (ListKind::Resources, Format::V2) => {
-            &["uri", "name", "title", "description", "mimeType", "icons"]
-        }
-        (ListKind::ResourceTemplates, Format::V1) => {
-            &["uriTemplate", "name", "title", "description", "mimeType"]
-        }
-        (ListKind::ResourceTemplates, Format::V2) => &[
-            "uriTemplate",
-            "name",
-            "title",
-            "description",
-            "mimeType",
-            "icons",
-        ],
-        (ListKind::Prompts, Format::V1) => &["name", "title", "description", "arguments"],
-        (ListKind::Prompts, Format::V2) => &["name", "title", "description", "arguments", "icons"],
-    }
+        ListKind::Resources => &["uri", "name", "title", "description", "mimeType"],
+        ListKind::ResourceTemplates => &["uriTemplate", "name", "title", "description", "mimeType"],
+        ListKind::Prompts => &["name", "title", "description", "arguments"],
+    };
+    let added: &'static [&'static str] = match (format, kind) {
+        (Format::V1, _) => &[],
+        (Format::V2, ListKind::Tools) => &["execution", "icons"],
+        (Format::V2, _) => &["icons"],
+    };
+    format_1.iter().chain(added).copied()
 }
 
 /// The canonical definition of an entry: its defining fields that are
 /// present, in canonical form (see [`crate::canonical`]).
 pub fn definition(kind: ListKind, format: Format, entry: &Value) -> Value {
     let mut out = Map::new();
-    for &field in fields(kind, format) {
+    for field in fields(kind, format) {
         if let Some(value) = entry.get(field) {
             out.insert(field.to_owned(), value.clone());
         }
@@ -102,8 +85,6 @@ pub fn changed_fields(
 ) -> Vec<&'static str> {
     let (old, new) = (definition(kind, format, old), definition(kind, format, new));
     fields(kind, format)
-        .iter()
-        .copied()
         .filter(|f| old.get(*f) != new.get(*f))
         .collect()
 }
@@ -148,7 +129,7 @@ mod tests {
         let v2 = Format::V2;
         for field in fields(ListKind::Tools, v2) {
             let mut changed = base.clone();
-            changed[*field] = json!("something else");
+            changed[field] = json!("something else");
             assert_ne!(
                 digest(ListKind::Tools, v2, &base),
                 digest(ListKind::Tools, v2, &changed),
@@ -156,7 +137,7 @@ mod tests {
             );
             assert_eq!(
                 changed_fields(ListKind::Tools, v2, &base, &changed),
-                vec![*field]
+                vec![field]
             );
         }
         // Removing an optional field is a change too.
@@ -184,11 +165,14 @@ mod tests {
             digest(ListKind::Tools, Format::V1, &required)
         );
         for kind in ListKind::ALL {
-            assert!(fields(kind, Format::V2).contains(&"icons"), "{kind:?}");
-            assert!(!fields(kind, Format::V1).contains(&"icons"), "{kind:?}");
+            assert!(fields(kind, Format::V2).any(|f| f == "icons"), "{kind:?}");
+            assert!(!fields(kind, Format::V1).any(|f| f == "icons"), "{kind:?}");
             // Format 2 only adds fields: what format 1 approved is still defining.
-            let (v1, v2) = (fields(kind, Format::V1), fields(kind, Format::V2));
-            assert!(v1.iter().all(|f| v2.contains(f)), "{kind:?}");
+            let v2: Vec<_> = fields(kind, Format::V2).collect();
+            assert!(
+                fields(kind, Format::V1).all(|f| v2.contains(&f)),
+                "{kind:?}"
+            );
         }
     }
 

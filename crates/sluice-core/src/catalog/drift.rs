@@ -378,7 +378,7 @@ fn servable(kind: ListKind, entry: &Value) -> bool {
 fn as_approved(kind: ListKind, format: Format, live: &Value, approved: &Value) -> Value {
     let mut out = live.clone();
     if let Some(obj) = out.as_object_mut() {
-        for &field in definition::fields(kind, format) {
+        for field in definition::fields(kind, format) {
             match approved.get(field) {
                 Some(v) => {
                     obj.insert(field.to_owned(), v.clone());

@@ -34,18 +34,7 @@ impl Gateway {
         let upstream = snap.upstream(&route.upstream)?;
         ctx.trail.routed(&route.upstream, Some(&exposed));
         let config = &snap.live.config;
-        {
-            let _policy = trace::policy_span().entered();
-            admit::scopes(
-                ctx.scoped,
-                &config.auth.require,
-                &ctx.principal,
-                &route.upstream,
-                Some(&route.name),
-                &exposed,
-            )
-            .inspect_err(|denied| log_scope_refusal(ctx, &exposed, denied))?;
-        }
+        admit_tool(ctx, snap, &route.upstream, &route.name, &exposed)?;
         let resumed = self.bridge.is_resumption(ctx, Method::CallTool, &params);
         if admit::counts_against_rate(resumed) {
             let scope = admit::rate_scope(config, &route.upstream, &route.name);
@@ -183,6 +172,28 @@ impl Gateway {
         let (scope, key) = admit::method_rate(&snap.live.config, &ctx.principal, upstream, name);
         spend_rate(ctx, snap, scope, (upstream, ""), key, name).await
     }
+}
+
+/// The scopes `[[auth.require]]` asks for a use of `tool` (the upstream's
+/// name; `exposed`, the client's) on `upstream` (S-20): a call, or a
+/// request about the call's task.
+pub(super) fn admit_tool(
+    ctx: &RequestCtx,
+    snap: &Snapshot,
+    upstream: &str,
+    tool: &str,
+    exposed: &str,
+) -> Result<(), Denied> {
+    let _policy = trace::policy_span().entered();
+    admit::scopes(
+        ctx.scoped,
+        &snap.live.config.auth.require,
+        &ctx.principal,
+        upstream,
+        Some(tool),
+        exposed,
+    )
+    .inspect_err(|denied| log_scope_refusal(ctx, exposed, denied))
 }
 
 /// Spends one of the caller's allowance under `scope` (`at` names the

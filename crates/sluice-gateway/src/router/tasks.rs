@@ -6,15 +6,14 @@
 
 use serde_json::Value;
 use sluice_core::method::Method;
-use sluice_core::policy::{Denied, admit, answer};
+use sluice_core::policy::{Denied, answer};
 use sluice_core::protocol::Era;
 use sluice_core::tasks::{self, TaskMethod, TaskRef};
 
-use super::calls::with_name;
+use super::calls::{admit_tool, with_name};
 use super::forward::Forward;
 use crate::client::RequestCtx;
 use crate::gateway::{Gateway, Snapshot};
-use crate::ops::trace;
 
 impl Gateway {
     /// One request of the tasks surface.
@@ -34,20 +33,9 @@ impl Gateway {
             .open(params.get(TaskMethod::ID_FIELD), &ctx.principal.key())?;
         let upstream = snap.upstream(&task.upstream)?;
         ctx.trail.routed(&task.upstream, Some(&task.exposed));
-        let config = &snap.live.config;
-        {
-            let _policy = trace::policy_span().entered();
-            admit::scopes(
-                ctx.scoped,
-                &config.auth.require,
-                &ctx.principal,
-                &task.upstream,
-                Some(&task.tool),
-                &task.exposed,
-            )?;
-        }
+        admit_tool(ctx, snap, &task.upstream, &task.tool, &task.exposed)?;
         let boundary = answer::tool_boundary(
-            config,
+            &snap.live.config,
             &upstream.config,
             &snap.live.redactor,
             &task.tool,
