@@ -8,8 +8,10 @@
 #
 # For each: @modelcontextprotocol/conformance 0.1.16 (all active scenarios)
 # and 0.2.0-alpha.12 with --requirements 2026-07-28. Fails (naming the
-# scenarios) when any 0.1.16 scenario fails through sluice, or when sluice
-# fails a scored 2026-07-28 scenario that passes directly. Prints a score
+# scenarios) when any 0.1.16 scenario fails through sluice, when sluice
+# fails a scored 2026-07-28 scenario that passes directly, or when the
+# 2026-07-28 set's check totals through sluice (the unscored extension
+# scenarios, tasks included) differ from the direct ones. Prints a score
 # table. Then the client side: tests/conformance/client.sh runs the suite's
 # client scenarios with sluice's upstream connector as the client. Needs
 # the test peers (scripts/test-peers.sh) and a built sluice.
@@ -70,7 +72,7 @@ start "$WORK/sluice-http.log" "$SLUICE" serve --listen 127.0.0.1:0 --config "$WO
 HTTP_URL="$URL"
 
 status=0
-declare -A SCORE FAILS
+declare -A SCORE FAILS TOTAL
 run() {  # run NAME URL SUITE [ARGS...]
     local name="$1" url="$2" suite="$3"; shift 3
     local out="$WORK/${name//\//-}-$suite.out" rc=0
@@ -79,6 +81,7 @@ run() {  # run NAME URL SUITE [ARGS...]
     else
         tests/conformance/run.sh "$url" "$@" >"$out" 2>&1 || rc=$?
     fi
+    TOTAL["$name/$suite"]="$(grep -oE '^Total: [0-9]+ passed, [0-9]+ failed' "$out" || echo none)"
     SCORE["$name/$suite"]="$( (grep -oE '^Total: [0-9]+ passed, [0-9]+ failed' "$out" || echo 'Total: no result') | sed 's/Total: //') ($(grep -oE '[0-9]+ scenario\(s\), [0-9]+ failing' "$out" || true))"
     FAILS["$name/$suite"]="$( (grep -oE '^  FAIL \S+' "$out" || true) | awk '{print $2}' | sort | tr '\n' ' ')"
     if [ "$rc" -ge 2 ]; then
@@ -100,6 +103,10 @@ done
 for name in sluice/stdio sluice/http; do
     if [ -n "${FAILS[$name/0.1.16]}" ]; then
         echo "FAIL through $name (0.1.16): ${FAILS[$name/0.1.16]}"
+        status=1
+    fi
+    if [ "${TOTAL[$name/alpha]}" != "${TOTAL[direct/alpha]}" ]; then
+        echo "FAIL through $name (2026-07-28): ${TOTAL[$name/alpha]}, directly ${TOTAL[direct/alpha]}"
         status=1
     fi
     for scenario in ${FAILS[$name/alpha]}; do

@@ -108,8 +108,11 @@ Prompts
   http-header-validation (pending) . [SDK Mcp-Method / Mcp-Name validation]
 The input_required tools also work on a 2025-xx session: there they ask through the
 back-channel (elicitation/create, sampling/createMessage, roots/list) instead.
-Not implemented: the unscored `tasks-*` extension scenarios (the SDK ships no tasks
-extension).
+  tasks-* (extension, unscored) .... task_extension.TasksExtension (the SDK ships none):
+                                     greet (sync), slow_compute (optional task), failing_job,
+                                     protocol_error_job, confirm_delete, multi_input and
+                                     test_tool_with_task (MRTR rounds, then a task), all
+                                     required tasks; tasks/get, tasks/update, tasks/cancel
 """
 
 from __future__ import annotations
@@ -144,6 +147,8 @@ from mcp.server.streamable_http_manager import StreamableHTTPASGIApp, Streamable
 from mcp.server.transport_security import TransportSecuritySettings
 from mcp.shared.exceptions import MCPDeprecationWarning, MCPError
 from mcp.shared.message import ServerMessageMetadata
+
+import task_extension
 
 # Logging, sampling and roots are deprecated as of 2026-07-28 but are exactly what
 # the 2025-era scenarios test; keep the warnings out of the fixture's stderr.
@@ -420,6 +425,7 @@ app = MCPServer(
     tools=[JSON_SCHEMA_TOOL],
     version="1.0.0",
     instructions="Conformance fixture: fixed test_* tools, test:// resources and test_* prompts.",
+    extensions=[task_extension.TasksExtension()],
     # SEP-2549 (2026-07-28): every cacheable result carries ttlMs + cacheScope.
     cache_hints={
         "tools/list": CacheHint(ttl_ms=0, scope="public"),
@@ -750,6 +756,79 @@ async def test_input_required_result_prompt(ctx: Context) -> list[dict[str, Any]
         return answers
     context = _elicited(answers["user_context"], "context")
     return [{"role": "user", "content": _text(f"Use this context: {context}")}]
+
+
+# ---- tools: the tasks extension (SEP-2663; see task_extension) ----------------------------
+
+
+def task_tool(description: str, support: str, mrtr_first: tuple[str, ...] = ()) -> Any:
+    """A tool the tasks extension runs as a task (`support`: "optional" or "required")."""
+
+    def register(fn: Any) -> Any:
+        task_extension.TASK_TOOLS[fn.__name__] = support
+        if mrtr_first:
+            task_extension.MRTR_FIRST[fn.__name__] = mrtr_first
+        return plain_tool(description)(fn)
+
+    return register
+
+
+@plain_tool("SEP-2663: sync only; answers Hello, {name}!")
+def greet(name: str) -> str:
+    return f"Hello, {name}!"
+
+
+@task_tool("SEP-2663: sleeps `seconds`, then answers (a task when the client declares tasks).", "optional")
+async def slow_compute(seconds: float = 0, label: str = "") -> str:
+    await anyio.sleep(seconds)
+    return f"slow_compute {label} done after {seconds}s"
+
+
+@task_tool("SEP-2663: a task whose tool reports an execution error after about a second.", "required")
+async def failing_job() -> str:
+    await anyio.sleep(1)
+    raise ToolError("failing_job failed on purpose")
+
+
+@task_tool("SEP-2663: a task that ends in a protocol error.", "required")
+async def protocol_error_job() -> str:
+    await anyio.sleep(0.2)
+    raise MCPError(code=types.INTERNAL_ERROR, message="protocol_error_job failed on purpose")
+
+
+def _task_answer(answer: Any, prop: str) -> Any:
+    if isinstance(answer, BaseModel):
+        answer = answer.model_dump(by_alias=True, mode="json")
+    if not isinstance(answer, dict) or answer.get("action") != "accept":
+        return None
+    return (answer.get("content") or {}).get(prop)
+
+
+@task_tool("SEP-2663: a task that asks to confirm the deletion of `filename`, then answers.", "required")
+async def confirm_delete(filename: str = "") -> str:
+    task = task_extension.current()
+    assert task is not None, "a required task tool runs in a task"
+    answers = await task.ask({"confirm": _elicit_request(f"Delete {filename}?", "confirm", "boolean")})
+    confirmed = _task_answer(answers["confirm"], "confirm")
+    return f"deleted {filename}" if confirmed else f"kept {filename}"
+
+
+@task_tool("SEP-2663: a task that asks two questions at once, then answers both names.", "required")
+async def multi_input() -> str:
+    task = task_extension.current()
+    assert task is not None, "a required task tool runs in a task"
+    answers = await task.ask(
+        {"first": _elicit_request("First name?", "name"), "second": _elicit_request("Second name?", "name")}
+    )
+    return f"first={_task_answer(answers['first'], 'name')}, second={_task_answer(answers['second'], 'name')}"
+
+
+@task_tool("SEP-2663: asks user_name in an MRTR round, then runs as a task greeting it.", "required", ("user_name",))
+async def test_tool_with_task(ctx: Context) -> types.CallToolResult | types.InputRequiredResult:
+    answers = await _ask(ctx, {"user_name": _elicit_request("What is your name?", "name")})
+    if isinstance(answers, types.InputRequiredResult):
+        return answers
+    return _done(f"Hello, {_elicited(answers['user_name'], 'name')}! (gathered before the task)")
 
 
 def _hello_sample() -> Sample:

@@ -421,11 +421,20 @@ def essential(op: Op, result: dict[str, Any]) -> dict[str, Any]:
     return _normalise_volatile(out) if op.volatile else out
 
 
-def definition(kind: ListKind, item: dict[str, Any]) -> dict[str, Any]:
-    """A list item as sluice must pass it through: identical apart from the prefixed name."""
-    if kind in ("tools", "prompts"):
-        return {k: v for k, v in item.items() if k != "name"}
-    return dict(item)
+# What a client's version has not, which sluice does not show it (sluice_core::versions):
+# `Tool.execution` exists in 2025-11-25 only, `icons` from 2025-11-25 on.
+ABSENT_BY_VERSION: dict[str, dict[str, frozenset[str]]] = {
+    "2025-06-18": {"tools": frozenset({"execution", "icons"}), "other": frozenset({"icons"})},
+    "2026-07-28": {"tools": frozenset({"execution"}), "other": frozenset()},
+}
+
+
+def definition(kind: ListKind, item: dict[str, Any], version: str | None = None) -> dict[str, Any]:
+    """A list item as sluice must pass it through to a client speaking `version`: identical apart
+    from the prefixed name and the fields that version has not."""
+    absent = ABSENT_BY_VERSION.get(version or "", {}).get("tools" if kind == "tools" else "other", frozenset())
+    skip = absent | ({"name"} if kind in ("tools", "prompts") else set())
+    return {k: v for k, v in item.items() if k not in skip}
 
 
 # ------------------------------------------------------------------------------------------------

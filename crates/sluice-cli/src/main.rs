@@ -385,6 +385,9 @@ fn run(cli: Cli, logging: Logging) -> anyhow::Result<ExitCode> {
                         path.display(),
                         config.catalog.on_drift.as_str()
                     );
+                    if let Some(note) = pinning::format_1_note(&lock, &path) {
+                        tracing::warn!("{note}");
+                    }
                     Some(lock)
                 }
                 Ok(None) if config.catalog.require_lock => {

@@ -52,6 +52,19 @@ pub fn parse_lockfile(path: &Path) -> Result<Option<Lockfile>, String> {
         .map_err(|e| format!("{}: {e}", path.display()))
 }
 
+/// What `check` and `serve` say of upstreams still approved under lockfile
+/// format 1 (see `sluice_core::catalog::lockfile`), if there are any.
+pub fn format_1_note(lock: &Lockfile, path: &Path) -> Option<String> {
+    let old = lock.format_1_upstreams();
+    (!old.is_empty()).then(|| {
+        format!(
+            "{}: {} approved by lockfile format 1, which pins neither `execution` (task support) nor `icons`; they are compared on what format 1 pins until `sluice lock` approves them again",
+            path.display(),
+            old.join(", ")
+        )
+    })
+}
+
 /// Why `serve` refuses to run without the lockfile at `path`
 /// (`[catalog] require_lock`).
 pub fn missing_lock(path: &Path) -> String {
@@ -230,6 +243,9 @@ pub async fn check(config: &Config, path: &Path, as_json: bool) -> anyhow::Resul
         }
         Err(code) => return Ok(code),
     };
+    if let Some(note) = format_1_note(&lock, path) {
+        eprintln!("{note}");
+    }
     let names: Vec<String> = config.upstreams.iter().map(|u| u.name.clone()).collect();
     let mut progress = ReadProgress::start(&names);
     let reads =

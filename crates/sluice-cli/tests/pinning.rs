@@ -83,7 +83,7 @@ fn lock_reads_every_page_and_is_stable() {
     let out = setup.run(&["lock"]);
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
     let lock = setup.lock_json();
-    assert_eq!(lock["version"], 1);
+    assert_eq!(lock["version"], 2);
     assert_eq!(count(&lock, "fx", "tools"), 316);
     assert_eq!(count(&lock, "fx", "resources"), 45);
     assert_eq!(count(&lock, "fx", "resourceTemplates"), 2);
@@ -390,6 +390,91 @@ fn an_upstream_missing_from_the_lockfile_is_drift_and_can_be_locked_alone() {
     assert_eq!(after["upstreams"]["fx"], before["upstreams"]["fx"]);
     assert_eq!(count(&after, "more", "tools"), 18);
     assert_eq!(setup.run(&["check"]).status.code(), Some(0));
+}
+
+/// `tests/data/fixture-format-1.lock` is what sluice wrote for the
+/// fixture (no arguments) before lockfile format 2: its `lossless` tool
+/// was approved without the `execution` the fixture sends.
+const FORMAT_1_LOCK: &str = include_str!("data/fixture-format-1.lock");
+
+#[tokio::test]
+async fn a_format_1_lockfile_still_approves_until_it_is_locked_again() {
+    let setup = Setup::new(&format!(
+        "{}\n{}",
+        fixture_upstream("fx", &[]),
+        fixture_upstream("more", &["--tools", "1"])
+    ));
+    std::fs::write(setup.lockfile(), FORMAT_1_LOCK).unwrap();
+    assert!(!FORMAT_1_LOCK.contains("execution"));
+    let out = setup.run(&["check"]);
+    let text = stdout(&out);
+    assert!(
+        text.starts_with(
+            "fx: unchanged (16 tools, 0 resources, 2 resource templates, 2 prompts)\n"
+        ),
+        "{text}"
+    );
+    assert!(
+        text.contains("more: drifted (not in the lockfile)"),
+        "{text}"
+    );
+    assert!(
+        stderr(&out).contains("fx approved by lockfile format 1, which pins neither `execution`"),
+        "{}",
+        stderr(&out)
+    );
+
+    // A partial lock rewrites only `more`: `fx` keeps its format-1
+    // approval, byte for byte, marked as such.
+    let out = setup.run(&["lock", "--upstream", "more"]);
+    assert_eq!(out.status.code(), Some(0), "{}", stdout(&out));
+    let lock = setup.lock_json();
+    let old: Value = serde_json::from_str(FORMAT_1_LOCK).unwrap();
+    assert_eq!(lock["version"], 2);
+    assert_eq!(lock["upstreams"]["fx"]["format"], 1);
+    for list in ["tools", "resources", "resourceTemplates", "prompts"] {
+        assert_eq!(lock["upstreams"]["fx"][list], old["upstreams"]["fx"][list]);
+    }
+    assert!(lock["upstreams"]["more"].get("format").is_none());
+    let out = setup.run(&["check"]);
+    assert_eq!(out.status.code(), Some(0), "{}", stdout(&out));
+
+    // Locking everything again writes format 2, which pins `execution`.
+    let again = Setup::new(&fixture_upstream("fx", &[]));
+    std::fs::write(again.lockfile(), FORMAT_1_LOCK).unwrap();
+    let out = again.run(&["lock"]);
+    assert_eq!(out.status.code(), Some(0), "{}", stdout(&out));
+    let lock = again.lock_json();
+    assert!(!again.lock_text().contains("\"format\""));
+    assert_eq!(
+        lock["upstreams"]["fx"]["tools"]["lossless"]["definition"]["execution"],
+        json!({"taskSupport": "optional"})
+    );
+    let out = again.run(&["check"]);
+    assert_eq!(out.status.code(), Some(0), "{}", stdout(&out));
+    assert!(!stderr(&out).contains("format 1"), "{}", stderr(&out));
+
+    // Served: the tool approved under format 1 is listed (a 2026-07-28
+    // client is not shown `execution`, which its version has not).
+    let sluice = setup.serve().await;
+    let health = sluice
+        .wait_health(|h| h["upstreams"]["fx"]["catalog"] == "complete")
+        .await;
+    assert_eq!(
+        health["upstreams"]["fx"]["approval"], "unchanged",
+        "{health}"
+    );
+    let resp = sluice.modern(1, "tools/list", json!({})).await;
+    let list = messages(resp).await.pop().unwrap();
+    let lossless = list["result"]["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|t| t["name"] == "fx__lossless")
+        .cloned()
+        .unwrap();
+    assert!(lossless.get("execution").is_none(), "{lossless}");
+    assert_eq!(lossless["x-future"], json!({"a": 1}));
 }
 
 #[test]

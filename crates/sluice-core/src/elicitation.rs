@@ -8,11 +8,82 @@
 //! [`SENSITIVE_WORDS`], compared word by word as secret keys are
 //! (`apiKey`, `api_key` and "API key" all match; `tokenizer` does not). A
 //! URL-mode elicitation has no form: the secret goes to the upstream's own
-//! page, which is the safe way to collect it.
+//! page, which is the safe way to collect it; its URL is judged instead
+//! ([`refused_url`], by [`crate::outbound::browser`]).
+//!
+//! Which modes a client takes ([`mode_declared`]) follows its
+//! `elicitation` capability (MCP 2025-11-25, Client Features, Elicitation
+//! § Capabilities): `form` and `url` name each; an empty object, as a
+//! 2025-06-18 client declares, means form only.
 
 use serde_json::Value;
 
 use crate::boundary::redact::names_secret;
+use crate::outbound::browser::{self, BrowserUrlError};
+
+/// How an `elicitation/create` asks.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Mode {
+    /// A form the client shows (`mode` absent or `"form"`).
+    Form,
+    /// A URL the user opens (`mode: "url"`, 2025-11-25 on).
+    Url,
+}
+
+impl Mode {
+    /// The mode of a request's params; `None` for a mode this sluice does
+    /// not know, which no client can have declared.
+    pub fn of(params: &Value) -> Option<Mode> {
+        match params.get("mode") {
+            None => Some(Mode::Form),
+            Some(mode) => match mode.as_str() {
+                Some("form") => Some(Mode::Form),
+                Some("url") => Some(Mode::Url),
+                _ => None,
+            },
+        }
+    }
+
+    /// Its key in the `elicitation` capability.
+    pub fn key(self) -> &'static str {
+        match self {
+            Mode::Form => "form",
+            Mode::Url => "url",
+        }
+    }
+}
+
+/// Whether a client's `elicitation` capability takes the mode of a
+/// request's params.
+pub fn mode_declared(capability: &Value, params: &Value) -> bool {
+    let Some(mode) = Mode::of(params) else {
+        return false;
+    };
+    let Some(declared) = capability.as_object() else {
+        return false;
+    };
+    let names_modes = [Mode::Form, Mode::Url]
+        .iter()
+        .any(|m| declared.get(m.key()).is_some_and(|c| !c.is_null()));
+    match declared.get(mode.key()) {
+        Some(c) => !c.is_null(),
+        // `{}`: form only.
+        None => mode == Mode::Form && !names_modes,
+    }
+}
+
+/// Why the URL of a URL-mode elicitation may not be put to a user; `None`
+/// for a form, or a URL that passes.
+pub fn refused_url(params: &Value) -> Option<BrowserUrlError> {
+    if Mode::of(params) != Some(Mode::Url) {
+        return None;
+    }
+    let url = params
+        .get("url")
+        .and_then(Value::as_str)
+        .unwrap_or_default();
+    browser::check(url).err()
+}
 
 /// Words that mark a field as asking for a credential, payment or identity
 /// data.
@@ -199,6 +270,49 @@ mod tests {
         let plain = json!({"message": "Which colour?",
             "requestedSchema": {"type": "object", "properties": {"answer": {"type": "string"}}}});
         assert!(sensitive_fields(&plain).is_empty());
+    }
+
+    #[test]
+    fn modes_follow_the_capability() {
+        let form = json!({"message": "m", "requestedSchema": {"type": "object"}});
+        let url = json!({"mode": "url", "message": "m", "url": "https://x.example/", "elicitationId": "e"});
+        let cases = [
+            (json!({}), true, false),
+            (json!({"form": {}}), true, false),
+            (json!({"url": {}}), false, true),
+            (json!({"form": {}, "url": {}}), true, true),
+            (json!({"form": null, "url": {}}), false, true),
+            (json!(null), false, false),
+            (json!(true), false, false),
+        ];
+        for (capability, takes_form, takes_url) in cases {
+            assert_eq!(
+                mode_declared(&capability, &form),
+                takes_form,
+                "{capability}"
+            );
+            assert_eq!(mode_declared(&capability, &url), takes_url, "{capability}");
+        }
+        let explicit = json!({"mode": "form", "message": "m", "requestedSchema": {}});
+        assert!(mode_declared(&json!({}), &explicit));
+        let unknown = json!({"mode": "carrier-pigeon"});
+        assert!(!mode_declared(&json!({"form": {}, "url": {}}), &unknown));
+    }
+
+    #[test]
+    fn a_url_elicitation_is_judged_by_its_url() {
+        let ask = |url: &str| json!({"mode": "url", "message": "Sign in", "url": url, "elicitationId": "e1"});
+        assert_eq!(refused_url(&ask("https://github.com/login/device")), None);
+        assert!(matches!(
+            refused_url(&ask("http://example.com/pay")),
+            Some(BrowserUrlError::NotHttps { .. })
+        ));
+        assert!(refused_url(&json!({"mode": "url", "message": "no url"})).is_some());
+        // A form has no URL to judge, whatever it says.
+        assert_eq!(
+            refused_url(&json!({"message": "http://x", "url": "http://x"})),
+            None
+        );
     }
 
     #[test]

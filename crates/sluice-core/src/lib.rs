@@ -53,6 +53,10 @@
 //! - [`trace_context`]: W3C `traceparent` from `_meta` or the HTTP header,
 //!   continued and propagated upstream.
 //! - [`seal`]: HMAC-sealed tokens (request states, list cursors).
+//! - [`tasks`]: task ids sealed per upstream and principal, where they sit
+//!   in answers, and what of tasks crosses between eras.
+//! - [`versions`]: what exists in which protocol version, and what a
+//!   client's version must not be shown.
 //! - [`session_token`]: the sealed legacy session id that carries its
 //!   session to any replica sharing the secret.
 //! - [`request_state`]: the sealed `requestState` that lets a 2026-07-28
@@ -102,4 +106,6 @@ pub mod request_state;
 pub mod sandbox;
 pub mod seal;
 pub mod session_token;
+pub mod tasks;
 pub mod trace_context;
+pub mod versions;

@@ -6,6 +6,8 @@
 //! Everything else is [`Method::Other`]: sluice does not serve it, and the
 //! name the client sent is kept by the caller for the error message.
 
+use crate::protocol::Era;
+
 /// The four paginated MCP lists (ordered as sluice reads them).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum ListKind {
@@ -46,6 +48,8 @@ pub enum Method {
     Listen,
     /// One of the four lists.
     List(ListKind),
+    /// A method of the tasks surface (see [`crate::tasks`]).
+    Task(TaskMethod),
     /// A method sluice does not serve.
     Other,
 }
@@ -59,6 +63,19 @@ pub enum ServerRequest {
     Elicit,
     /// `roots/list`.
     ListRoots,
+}
+
+/// A method of the tasks surface (see [`crate::tasks`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum TaskMethod {
+    /// `tasks/get`: the task's status (2026: and its result, when done).
+    Get,
+    /// `tasks/result`: the task's result (2025-11-25 only).
+    Result,
+    /// `tasks/cancel`.
+    Cancel,
+    /// `tasks/update`: answers for a task waiting on input (2026-07-28 only).
+    Update,
 }
 
 /// Notification methods sluice reads or writes.
@@ -150,7 +167,7 @@ impl ListKind {
 
 impl Method {
     /// Every method sluice serves (not [`Method::Other`]).
-    pub const SERVED: [Method; 15] = [
+    pub const SERVED: [Method; 19] = [
         Method::Initialize,
         Method::Ping,
         Method::Discover,
@@ -166,6 +183,10 @@ impl Method {
         Method::List(ListKind::Resources),
         Method::List(ListKind::ResourceTemplates),
         Method::List(ListKind::Prompts),
+        Method::Task(TaskMethod::Get),
+        Method::Task(TaskMethod::Result),
+        Method::Task(TaskMethod::Cancel),
+        Method::Task(TaskMethod::Update),
     ];
 
     /// The method a wire name stands for.
@@ -191,6 +212,7 @@ impl Method {
             Method::SetLogLevel => "logging/setLevel",
             Method::Listen => "subscriptions/listen",
             Method::List(kind) => kind.method(),
+            Method::Task(method) => method.name(),
             Method::Other => return None,
         })
     }
@@ -214,6 +236,7 @@ impl Method {
         matches!(
             self,
             Method::CallTool
+                | Method::Task(_)
                 | Method::GetPrompt
                 | Method::ReadResource
                 | Method::Subscribe
@@ -249,8 +272,57 @@ impl Method {
         match self {
             Method::CallTool | Method::GetPrompt => Some("name"),
             Method::ReadResource => Some("uri"),
+            // SEP-2663, Streamable HTTP routing headers (`tasks/result` is
+            // legacy only: no such header, and a 2026 request of it is
+            // answered as an unknown method).
+            Method::Task(TaskMethod::Result) => None,
+            Method::Task(_) => Some(TaskMethod::ID_FIELD),
             _ => None,
         }
+    }
+}
+
+// === impl TaskMethod ===
+
+impl TaskMethod {
+    /// All four.
+    pub const ALL: [TaskMethod; 4] = [
+        TaskMethod::Get,
+        TaskMethod::Result,
+        TaskMethod::Cancel,
+        TaskMethod::Update,
+    ];
+
+    /// The params field holding the task id (also what 2026-07-28 HTTP
+    /// mirrors in `Mcp-Name`, SEP-2663).
+    pub const ID_FIELD: &'static str = "taskId";
+
+    /// The wire name.
+    pub fn name(self) -> &'static str {
+        match self {
+            TaskMethod::Get => "tasks/get",
+            TaskMethod::Result => "tasks/result",
+            TaskMethod::Cancel => "tasks/cancel",
+            TaskMethod::Update => "tasks/update",
+        }
+    }
+
+    /// Whether a client of `era` may call it: `tasks/result` went away in
+    /// 2026-07-28 (the result is inlined in `tasks/get`), `tasks/update`
+    /// came with it.
+    pub fn in_era(self, era: Era) -> bool {
+        match self {
+            TaskMethod::Get | TaskMethod::Cancel => true,
+            TaskMethod::Result => era == Era::Legacy,
+            TaskMethod::Update => era == Era::Modern,
+        }
+    }
+
+    /// Whether its answer carries the tool's result, which then goes
+    /// through the tool's boundary (read budget, redaction) as a call's
+    /// answer does.
+    pub fn carries_result(self) -> bool {
+        matches!(self, TaskMethod::Get | TaskMethod::Result)
     }
 }
 
@@ -318,7 +390,11 @@ mod tests {
                 Method::ReadResource,
                 Method::Subscribe,
                 Method::Unsubscribe,
-                Method::Complete
+                Method::Complete,
+                Method::Task(TaskMethod::Get),
+                Method::Task(TaskMethod::Result),
+                Method::Task(TaskMethod::Cancel),
+                Method::Task(TaskMethod::Update),
             ]
         );
         assert!(Method::CallTool.is_bridgeable() && !Method::Complete.is_bridgeable());

@@ -34,9 +34,14 @@
 //! address and name rules (it is meant to be local); the scheme rule
 //! (http/https only) and the refusal of credentials in the URL still apply.
 //!
+//! A URL sluice only hands to a user's browser (a URL-mode elicitation)
+//! has rules of its own, in [`browser`].
+//!
 //! The errors name the host, the address and the range, and say how to
 //! allow a private target on purpose. They never repeat the URL's userinfo,
 //! path or query string.
+
+pub mod browser;
 
 use std::fmt;
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};

@@ -35,8 +35,18 @@ pub const META_SERVER_INFO: &str = "io.modelcontextprotocol/serverInfo";
 pub const META_LOG_LEVEL: &str = "io.modelcontextprotocol/logLevel";
 /// `_meta` key: the id of a `subscriptions/listen` stream.
 pub const META_SUBSCRIPTION_ID: &str = "io.modelcontextprotocol/subscriptionId";
-/// The reserved prefix of per-request protocol fields in `_meta`.
-const RESERVED_META_PREFIX: &str = "io.modelcontextprotocol/";
+/// The per-request protocol fields of `_meta` (MCP 2026-07-28, Basic, `_meta`):
+/// what a legacy peer got in its handshake instead. Other reserved keys
+/// (a task's `io.modelcontextprotocol/related-task`, 2025-11-25) are data
+/// of both eras and stay.
+const PER_REQUEST_META: [&str; 6] = [
+    META_PROTOCOL_VERSION,
+    META_CLIENT_CAPABILITIES,
+    META_CLIENT_INFO,
+    META_SERVER_INFO,
+    META_LOG_LEVEL,
+    META_SUBSCRIPTION_ID,
+];
 
 /// The results that carry `ttlMs` and `cacheScope` in the modern era
 /// (MCP 2026-07-28, `server/utilities/caching`).
@@ -236,7 +246,7 @@ fn strip_reserved_meta(obj: &mut Map<String, Value>) {
     let Some(Value::Object(meta)) = obj.get_mut("_meta") else {
         return;
     };
-    meta.retain(|k, _| !k.starts_with(RESERVED_META_PREFIX));
+    meta.retain(|k, _| !PER_REQUEST_META.contains(&k.as_str()));
     if meta.is_empty() {
         obj.remove("_meta");
     }
@@ -466,6 +476,11 @@ mod tests {
             "_meta": {"io.modelcontextprotocol/serverInfo": {}, "x.example/k": 1}});
         shape_result(Era::Legacy, "tools/call", &mut r, HINTS, &info());
         assert_eq!(r, json!({"content": [], "_meta": {"x.example/k": 1}}));
+        // A task's result names its task (2025-11-25): data, kept.
+        let related = json!({"io.modelcontextprotocol/related-task": {"taskId": "t1"}});
+        let mut r = json!({"content": [], "_meta": related});
+        shape_result(Era::Legacy, "tasks/result", &mut r, HINTS, &info());
+        assert_eq!(r["_meta"], related);
     }
 
     #[test]

@@ -16,7 +16,7 @@ use sluice_core::access::Principal;
 use sluice_core::jsonrpc;
 use sluice_core::method::notification;
 use sluice_core::policy::Denied;
-use sluice_core::protocol::Era;
+use sluice_core::protocol::{self, Era};
 use tokio::sync::{broadcast, mpsc};
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
@@ -111,6 +111,21 @@ pub struct ClientSession {
     log_level: Mutex<Option<String>>,
     /// Ends the session's background tasks.
     pub(crate) closed: CancellationToken,
+}
+
+// === impl RequestCtx ===
+
+impl RequestCtx {
+    /// The protocol version the client speaks: a legacy session's
+    /// negotiated one (the newest legacy version without a session), or
+    /// 2026-07-28.
+    pub fn protocol_version(&self) -> &str {
+        match (&self.session, self.era) {
+            (Some(session), _) => &session.protocol_version,
+            (None, Era::Legacy) => protocol::LEGACY_VERSIONS[0],
+            (None, Era::Modern) => protocol::MODERN_VERSION,
+        }
+    }
 }
 
 // === impl ClientLink ===

@@ -32,7 +32,7 @@ use std::fmt;
 use serde_json::Value;
 
 use super::UpstreamCatalog;
-use super::definition;
+use super::definition::{self, Format};
 pub use super::entry::EntryId;
 use super::lockfile::LockedUpstream;
 use super::poisoning::{self, CatalogFindings, Finding};
@@ -43,7 +43,8 @@ use crate::discovery::{CatalogRead, IncompleteReason, ListKind};
 pub struct Changed {
     /// The entry.
     pub entry: EntryId,
-    /// The defining fields that differ (see [`definition::fields`]).
+    /// The defining fields that differ (see [`definition::fields`], under
+    /// the approval's format).
     pub fields: Vec<&'static str>,
 }
 
@@ -226,10 +227,15 @@ pub fn diff(approved: &LockedUpstream, live: &UpstreamCatalog) -> Diff {
             };
             match locked.get(key) {
                 None => out.added.push(id),
-                Some(lock) if lock.digest != definition::digest(kind, entry) => {
+                Some(lock) if lock.digest != definition::digest(kind, approved.format, entry) => {
                     out.changed.push(Changed {
                         entry: id,
-                        fields: definition::changed_fields(kind, &lock.definition, entry),
+                        fields: definition::changed_fields(
+                            kind,
+                            approved.format,
+                            &lock.definition,
+                            entry,
+                        ),
                     });
                 }
                 Some(lock) => {
@@ -330,9 +336,12 @@ pub fn approve(
                 }
                 (Some(_), OnDrift::Warn) => {
                     let lock = &approved.list(kind)[key];
-                    served
-                        .list_mut(kind)
-                        .push(as_approved(kind, entry, &lock.definition));
+                    served.list_mut(kind).push(as_approved(
+                        kind,
+                        approved.format,
+                        entry,
+                        &lock.definition,
+                    ));
                 }
                 (Some(drift), OnDrift::Block) => withheld.push(Withheld { entry: id, drift }),
             }
@@ -364,12 +373,12 @@ fn servable(kind: ListKind, entry: &Value) -> bool {
     }
 }
 
-/// The live entry with its defining fields replaced by the approved ones
-/// (fields the approval does not have are removed).
-fn as_approved(kind: ListKind, live: &Value, approved: &Value) -> Value {
+/// The live entry with its defining fields (under `format`) replaced by
+/// the approved ones (fields the approval does not have are removed).
+fn as_approved(kind: ListKind, format: Format, live: &Value, approved: &Value) -> Value {
     let mut out = live.clone();
     if let Some(obj) = out.as_object_mut() {
-        for &field in definition::fields(kind) {
+        for field in definition::fields(kind, format) {
             match approved.get(field) {
                 Some(v) => {
                     obj.insert(field.to_owned(), v.clone());

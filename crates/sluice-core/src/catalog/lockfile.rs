@@ -8,7 +8,7 @@
 //!
 //! ```json
 //! {
-//!   "version": 1,
+//!   "version": 2,
 //!   "upstreams": {
 //!     "files": {
 //!       "tools": {
@@ -43,6 +43,22 @@
 //! ```
 //!
 //! An entry without findings has no `findings` field.
+//!
+//! ## Format versions
+//!
+//! Format 2 added `execution` and `icons` to what defines an entry
+//! ([`definition::Format`]). A format-1 file still loads: its digests are
+//! checked, and its entries compared with live ones, on the format-1
+//! fields, so the upgrade is never drift; but a change of `execution` or
+//! `icons` is not caught for those upstreams until `sluice lock` approves
+//! them again ([`Lockfile::format_1_upstreams`]; `sluice check` and `serve`
+//! say so). `sluice lock` writes format 2; a partial lock
+//! (`--upstream NAME`) rewrites only the upstreams it reads, and keeps each
+//! other upstream's format-1 approval as it was, marked in place:
+//!
+//! ```json
+//! "git": { "format": 1, "tools": { … }, … }
+//! ```
 
 use std::collections::BTreeMap;
 
@@ -50,12 +66,12 @@ use serde::Deserialize;
 use serde_json::{Map, Value};
 
 use super::UpstreamCatalog;
-use super::definition;
+use super::definition::{self, Format};
 use super::poisoning::{CatalogFindings, Finding};
 use crate::discovery::ListKind;
 
-/// The format version this sluice reads and writes.
-pub const LOCKFILE_VERSION: u64 = 1;
+/// The format version this sluice writes (it reads 1 as well).
+pub const LOCKFILE_VERSION: u64 = 2;
 
 /// The approved catalogs, by upstream name.
 #[derive(Debug, Clone, Default, PartialEq)]
@@ -67,6 +83,8 @@ pub struct Lockfile {
 /// One upstream's approved entries, per list, by name or URI.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct LockedUpstream {
+    /// The fields its entries were approved on.
+    pub format: Format,
     /// `tools`, by name.
     pub tools: BTreeMap<String, LockedEntry>,
     /// `resources`, by URI.
@@ -111,6 +129,8 @@ struct RawLockfile {
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 struct RawUpstream {
     #[serde(default)]
+    format: Option<u64>,
+    #[serde(default)]
     tools: BTreeMap<String, RawEntry>,
     #[serde(default)]
     resources: BTreeMap<String, RawEntry>,
@@ -143,18 +163,32 @@ impl Lockfile {
                 .unwrap_or_default()
                 .to_owned(),
         })?;
-        if raw.version != LOCKFILE_VERSION {
-            return Err(LockfileError {
-                location: "version".into(),
-                message: format!(
-                    "format version {} is not supported (this sluice reads version {LOCKFILE_VERSION}); run `sluice lock` to rewrite it",
-                    raw.version
-                ),
-            });
-        }
+        let file_format = format_of(raw.version).ok_or_else(|| LockfileError {
+            location: "version".into(),
+            message: format!(
+                "format version {} is not supported (this sluice reads versions 1 and {LOCKFILE_VERSION}); run `sluice lock` to rewrite it",
+                raw.version
+            ),
+        })?;
         let mut lock = Lockfile::default();
         for (name, raw_up) in raw.upstreams {
-            let mut up = LockedUpstream::default();
+            // Only a format-2 file marks an upstream kept from format 1.
+            let format = match (file_format, raw_up.format) {
+                (_, None) => file_format,
+                (Format::V2, Some(1)) => Format::V1,
+                (_, Some(other)) => {
+                    return Err(LockfileError {
+                        location: format!("upstreams.{name}.format"),
+                        message: format!(
+                            "{other} is not a format an upstream can be kept in (only 1, in a version {LOCKFILE_VERSION} file)"
+                        ),
+                    });
+                }
+            };
+            let mut up = LockedUpstream {
+                format,
+                ..LockedUpstream::default()
+            };
             let lists = [
                 (ListKind::Tools, raw_up.tools),
                 (ListKind::Resources, raw_up.resources),
@@ -164,11 +198,12 @@ impl Lockfile {
             for (kind, entries) in lists {
                 for (key, entry) in entries {
                     let at = format!("upstreams.{name}.{}.{key}", kind.field());
-                    let checked =
-                        check_entry(kind, &key, entry).map_err(|message| LockfileError {
+                    let checked = check_entry(kind, format, &key, entry).map_err(|message| {
+                        LockfileError {
                             location: at,
                             message,
-                        })?;
+                        }
+                    })?;
                     up.list_mut(kind).insert(key, checked);
                 }
             }
@@ -191,9 +226,33 @@ impl Lockfile {
         text.push('\n');
         text
     }
+
+    /// The upstreams still approved under format 1, whose `execution` and
+    /// `icons` are not pinned until `sluice lock` approves them again.
+    pub fn format_1_upstreams(&self) -> Vec<&str> {
+        self.upstreams
+            .iter()
+            .filter(|(_, up)| up.format == Format::V1)
+            .map(|(name, _)| name.as_str())
+            .collect()
+    }
 }
 
-fn check_entry(kind: ListKind, key: &str, entry: RawEntry) -> Result<LockedEntry, String> {
+/// The definition format of a file's `version`.
+fn format_of(version: u64) -> Option<Format> {
+    match version {
+        1 => Some(Format::V1),
+        LOCKFILE_VERSION => Some(Format::V2),
+        _ => None,
+    }
+}
+
+fn check_entry(
+    kind: ListKind,
+    format: Format,
+    key: &str,
+    entry: RawEntry,
+) -> Result<LockedEntry, String> {
     if !entry.definition.is_object() {
         return Err("definition must be a JSON object".into());
     }
@@ -203,8 +262,8 @@ fn check_entry(kind: ListKind, key: &str, entry: RawEntry) -> Result<LockedEntry
             kind.key()
         ));
     }
-    let definition = definition::definition(kind, &entry.definition);
-    let digest = definition::digest(kind, &definition);
+    let definition = definition::definition(kind, format, &entry.definition);
+    let digest = definition::digest(kind, format, &definition);
     if digest != entry.digest {
         return Err(
             "digest does not match the definition (edited by hand?); review the change and run `sluice lock` to approve it"
@@ -232,7 +291,7 @@ impl LockedUpstream {
                 let Some(key) = entry.get(kind.key()).and_then(Value::as_str) else {
                     continue;
                 };
-                let definition = definition::definition(kind, entry);
+                let definition = definition::definition(kind, up.format, entry);
                 let digest = crate::canonical::digest(&definition);
                 let entry = LockedEntry {
                     digest,
@@ -298,6 +357,9 @@ impl LockedUpstream {
 
     fn to_json(&self) -> Value {
         let mut out = Map::new();
+        if self.format == Format::V1 {
+            out.insert("format".into(), 1.into());
+        }
         for kind in ListKind::ALL {
             let mut entries = Map::new();
             for (key, entry) in self.list(kind) {
@@ -400,7 +462,15 @@ mod tests {
     fn bad_files_say_where() {
         let cases = [
             ("{", "line"),
-            (r#"{"version": 2, "upstreams": {}}"#, "version"),
+            (r#"{"version": 3, "upstreams": {}}"#, "version"),
+            (
+                r#"{"version": 1, "upstreams": {"a": {"format": 1}}}"#,
+                "upstreams.a.format",
+            ),
+            (
+                r#"{"version": 2, "upstreams": {"a": {"format": 2}}}"#,
+                "upstreams.a.format",
+            ),
             (r#"{"version": 1, "upstreams": {}, "extra": 1}"#, "line"),
             (
                 r#"{"version": 1, "upstreams": {"a": {"tools": {"t": {"digest": "sha256:00", "definition": {"name": "u"}}}}}}"#,
@@ -419,5 +489,90 @@ mod tests {
             Lockfile::parse(r#"{"version": 1}"#).expect("empty lock"),
             Lockfile::default()
         );
+    }
+
+    /// A tool as a format-1 sluice locked it: its digest covers neither
+    /// `execution` nor `icons`, which the upstream sent all along.
+    const FORMAT_1: &str = r#"{
+      "version": 1,
+      "upstreams": {
+        "jobs": {
+          "tools": {
+            "run": {
+              "digest": "sha256:DIGEST",
+              "definition": {"description": "Runs a job.", "inputSchema": {"type": "object"}, "name": "run"}
+            }
+          }
+        }
+      }
+    }"#;
+
+    fn format_1() -> String {
+        let def =
+            json!({"description": "Runs a job.", "inputSchema": {"type": "object"}, "name": "run"});
+        let digest = crate::canonical::digest(&def);
+        FORMAT_1.replace("sha256:DIGEST", &digest)
+    }
+
+    fn live_jobs(task_support: &str) -> UpstreamCatalog {
+        UpstreamCatalog {
+            tools: vec![json!({
+                "name": "run", "description": "Runs a job.", "inputSchema": {"type": "object"},
+                "execution": {"taskSupport": task_support},
+                "icons": [{"src": "https://jobs.example/run.png"}]
+            })],
+            ..UpstreamCatalog::default()
+        }
+    }
+
+    #[test]
+    fn a_format_1_lockfile_loads_and_its_upgrade_is_not_drift() {
+        use crate::catalog::drift::diff;
+        let lock = Lockfile::parse(&format_1()).expect("format 1 reads");
+        assert_eq!(lock.format_1_upstreams(), ["jobs"]);
+        let jobs = &lock.upstreams["jobs"];
+        assert_eq!(jobs.format, Format::V1);
+        // Compared on the fields it was approved on: nothing drifted, and
+        // (until it is locked again) a task-support change is not caught.
+        assert!(diff(jobs, &live_jobs("optional")).is_empty());
+        assert!(diff(jobs, &live_jobs("required")).is_empty());
+        // A change of what format 1 pins still is drift.
+        let mut described = live_jobs("optional");
+        described.tools[0]["description"] = json!("Runs a job, and mails it.");
+        assert_eq!(diff(jobs, &described).changed[0].fields, ["description"]);
+    }
+
+    #[test]
+    fn locking_again_pins_execution_and_icons() {
+        use crate::catalog::drift::diff;
+        let mut lock = Lockfile::parse(&format_1()).expect("format 1 reads");
+        // A partial lock of another upstream keeps `jobs` in format 1,
+        // marked, and the file reads back the same.
+        lock.upstreams
+            .insert("files".into(), LockedUpstream::from_catalog(&catalog()));
+        let text = lock.render();
+        assert!(text.contains("\"jobs\": {\n      \"format\": 1,"), "{text}");
+        assert!(text.contains("\"version\": 2"), "{text}");
+        assert_eq!(text.matches("\"format\"").count(), 1, "{text}");
+        let back = Lockfile::parse(&text).expect("reads back");
+        assert_eq!(back, lock);
+        assert_eq!(back.format_1_upstreams(), ["jobs"]);
+        // Locking `jobs` again approves it in format 2, where a change of
+        // task support or icons is drift.
+        let relocked = LockedUpstream::from_catalog(&live_jobs("optional"));
+        assert_eq!(relocked.format, Format::V2);
+        assert!(!relocked.to_json().to_string().contains("format"));
+        assert_eq!(
+            relocked.tools["run"].definition["execution"],
+            json!({"taskSupport": "optional"})
+        );
+        assert!(diff(&relocked, &live_jobs("optional")).is_empty());
+        assert_eq!(
+            diff(&relocked, &live_jobs("required")).changed[0].fields,
+            ["execution"]
+        );
+        let mut iconless = live_jobs("optional");
+        iconless.tools[0].as_object_mut().map(|t| t.remove("icons"));
+        assert_eq!(diff(&relocked, &iconless).changed[0].fields, ["icons"]);
     }
 }

@@ -35,6 +35,7 @@ use crate::catalog::drift::DriftKind;
 use crate::health::UpstreamState;
 use crate::jsonrpc::{self, RpcError};
 use crate::method::ListKind;
+use crate::outbound::browser::BrowserUrlError;
 use crate::protocol::{self, Era};
 
 /// The upstream is not available.
@@ -143,7 +144,8 @@ pub enum UpstreamFailure {
 /// sluice's refusal of a request, or the failure of the upstream it went
 /// to: what the client gets instead of a result. A few variants answer an
 /// upstream's own question instead, when it cannot be put to the client
-/// (`ClientCannotAnswer`, `NoClientAnswered`, `SensitiveElicitation`);
+/// (`ClientCannotAnswer`, `NoClientAnswered`, `SensitiveElicitation`,
+/// `UnsafeElicitationUrl`);
 /// only their JSON-RPC error matters then.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
 pub enum Denied {
@@ -305,6 +307,14 @@ pub enum Denied {
         "sluice refused an elicitation that asks for sensitive data (a credential, payment or identity field); collect secrets through configuration or URL-mode elicitation"
     )]
     SensitiveElicitation,
+    /// A URL-mode elicitation whose URL may not be put to a user (see
+    /// `outbound::browser`).
+    #[error("sluice refused a URL-mode elicitation: {0}")]
+    UnsafeElicitationUrl(BrowserUrlError),
+    /// A 2026-07-28 request of an extension's method that does not declare
+    /// the extension in its client capabilities.
+    #[error("this request needs the {0} extension, which it does not declare")]
+    MissingExtension(&'static str),
     /// The upstream kept asking for input.
     #[error("the upstream asked for input more than {0} times")]
     TooManyRounds(usize),
@@ -406,7 +416,8 @@ impl Denied {
             }
             Denied::InvalidParams(_)
             | Denied::UnknownEntry { .. }
-            | Denied::SensitiveElicitation => RpcError::new(jsonrpc::INVALID_PARAMS, message),
+            | Denied::SensitiveElicitation
+            | Denied::UnsafeElicitationUrl(_) => RpcError::new(jsonrpc::INVALID_PARAMS, message),
             Denied::Protocol(e) | Denied::Params(e) | Denied::ClientError(e) => e.clone(),
             Denied::InvalidMessage(_)
             | Denied::HeadersTooLarge { .. }
@@ -431,6 +442,10 @@ impl Denied {
             | Denied::ClientTimeout(_)
             | Denied::NoClientAnswered(_)
             | Denied::ForwardLost => RpcError::new(jsonrpc::INTERNAL_ERROR, message),
+            Denied::MissingExtension(id) => {
+                RpcError::new(jsonrpc::MISSING_CLIENT_CAPABILITY, message)
+                    .with_data(json!({"requiredCapabilities": {"extensions": {*id: {}}}}))
+            }
             Denied::ResourceNotFound { uri } => {
                 RpcError::new(jsonrpc::LEGACY_RESOURCE_NOT_FOUND, message)
                     .with_data(json!({"uri": uri}))
@@ -533,7 +548,9 @@ impl Denied {
             Denied::DriftBlocked { .. } => Decision::BlockedDrift,
             Denied::RateLimited { .. } => Decision::RateLimited,
             Denied::InsufficientScope { .. } => Decision::RefusedScope,
-            Denied::SensitiveElicitation => Decision::RefusedElicitation,
+            Denied::SensitiveElicitation | Denied::UnsafeElicitationUrl(_) => {
+                Decision::RefusedElicitation
+            }
             Denied::ReadTooLarge { .. } => Decision::RefusedSize,
             Denied::Upstream(failure) => failure.decision(),
             // Refused before routing, or in a way no step claims: an

@@ -4,12 +4,15 @@
 //! an `input_required` result.
 //!
 //! An elicitation form that asks for a credential, payment or identity
-//! datum never reaches a client (S-27, `[policy] sensitive_elicitation`):
-//! in a modern upstream's round it is answered `decline` by sluice; asked
-//! in flight by a legacy upstream it gets an error.
+//! datum never reaches a client (S-27, `[policy] sensitive_elicitation`),
+//! nor does a URL-mode elicitation whose URL the browser guard refuses
+//! (`outbound::browser`, whatever the policy): in a modern upstream's
+//! round such a question is answered `decline` by sluice; asked in flight
+//! by a legacy upstream it gets an error ([`refusal`]).
 
 use serde_json::{Map, Value, json};
 
+use super::Denied;
 use crate::config::SensitiveElicitation;
 use crate::elicitation;
 use crate::method::{Method, ServerRequest};
@@ -26,9 +29,9 @@ pub enum Round {
     Answer,
     /// Every question was declined by sluice: retry with these answers.
     Retry(Map<String, Value>),
-    /// Some questions are sensitive and the client would have to answer
-    /// the rest itself: the call ends with a refusal.
-    Refuse,
+    /// Some questions are refused and the client would have to answer
+    /// the rest itself: the call ends with the first refusal.
+    Refuse(Denied),
     /// A legacy client answers the questions sluice did not; `declined`
     /// holds those sluice answered.
     AskClient(Map<String, Value>),
@@ -45,13 +48,35 @@ pub fn sensitive_fields(policy: SensitiveElicitation, method: &str, params: &Val
     elicitation::sensitive_fields(params)
 }
 
-/// Whether a client declared the capability a question needs.
-pub fn declared(client_capabilities: &Value, method: &str) -> bool {
-    ServerRequest::parse(method).is_some_and(|q| {
-        client_capabilities
-            .get(q.capability())
-            .is_some_and(|c| !c.is_null())
-    })
+/// Why sluice answers an upstream's question itself instead of putting it
+/// to the client: a form that asks for a secret, or an elicitation URL the
+/// browser guard refuses. `None`: the question may be asked.
+pub fn refusal(policy: SensitiveElicitation, method: &str, params: &Value) -> Option<Denied> {
+    if ServerRequest::parse(method) != Some(ServerRequest::Elicit) {
+        return None;
+    }
+    if let Some(refused) = elicitation::refused_url(params) {
+        return Some(Denied::UnsafeElicitationUrl(refused));
+    }
+    (!sensitive_fields(policy, method, params).is_empty()).then_some(Denied::SensitiveElicitation)
+}
+
+/// Whether a client declared the capability a question needs (for an
+/// elicitation, its mode: a URL-mode one needs `elicitation.url`).
+pub fn declared(client_capabilities: &Value, method: &str, params: &Value) -> bool {
+    let Some(question) = ServerRequest::parse(method) else {
+        return false;
+    };
+    let Some(capability) = client_capabilities
+        .get(question.capability())
+        .filter(|c| !c.is_null())
+    else {
+        return false;
+    };
+    match question {
+        ServerRequest::Elicit => elicitation::mode_declared(capability, params),
+        _ => true,
+    }
 }
 
 /// Whether a question an upstream asks in flight may be put to the client
@@ -63,15 +88,22 @@ pub fn client_may_be_asked(
     client_capabilities: &Value,
     takes_requests: bool,
     method: &str,
+    params: &Value,
 ) -> bool {
-    era == Era::Legacy && takes_requests && declared(client_capabilities, method)
+    era == Era::Legacy && takes_requests && declared(client_capabilities, method, params)
 }
 
 /// Whether an upstream's question during a call of `call` is parked for
 /// the client as an MRTR round: a 2026-07-28 client, a method whose result
 /// may be `input_required`, and a capability the client declared.
-pub fn may_park(era: Era, call: Method, client_capabilities: &Value, question: &str) -> bool {
-    era == Era::Modern && call.is_bridgeable() && declared(client_capabilities, question)
+pub fn may_park(
+    era: Era,
+    call: Method,
+    client_capabilities: &Value,
+    question: &str,
+    params: &Value,
+) -> bool {
+    era == Era::Modern && call.is_bridgeable() && declared(client_capabilities, question, params)
 }
 
 /// Whether a result asks for input (an MRTR round).
@@ -92,22 +124,25 @@ pub fn next_round(
         return Round::Answer;
     }
     let requests = result.get("inputRequests").and_then(Value::as_object);
-    let declined: Map<String, Value> = requests
+    let refusals: Vec<(&String, Denied)> = requests
         .into_iter()
         .flatten()
-        .filter(|(_, request)| {
-            let method = request.get("method").and_then(Value::as_str);
+        .filter_map(|(key, request)| {
+            let method = request.get("method").and_then(Value::as_str)?;
             let params = request.get("params").unwrap_or(&Value::Null);
-            method.is_some_and(|m| !sensitive_fields(policy, m, params).is_empty())
+            refusal(policy, method, params).map(|denied| (key, denied))
         })
-        .map(|(key, _)| (key.clone(), json!({"action": "decline"})))
         .collect();
     let asked = requests.map_or(0, Map::len);
-    match era {
-        _ if !declined.is_empty() && declined.len() == asked => Round::Retry(declined),
-        Era::Modern if !declined.is_empty() => Round::Refuse,
-        Era::Modern => Round::Answer,
-        Era::Legacy => Round::AskClient(declined),
+    let declined: Map<String, Value> = refusals
+        .iter()
+        .map(|(key, _)| ((*key).clone(), json!({"action": "decline"})))
+        .collect();
+    match (era, refusals.into_iter().next()) {
+        (_, Some(_)) if declined.len() == asked => Round::Retry(declined),
+        (Era::Modern, Some((_, denied))) => Round::Refuse(denied),
+        (Era::Modern, None) => Round::Answer,
+        (Era::Legacy, _) => Round::AskClient(declined),
     }
 }
 
@@ -168,7 +203,7 @@ mod tests {
         let result = round(json!({"a": password_form(), "b": color_form()}));
         assert_eq!(
             next_round(SensitiveElicitation::Refuse, Era::Modern, true, &result),
-            Round::Refuse
+            Round::Refuse(Denied::SensitiveElicitation)
         );
         let Round::AskClient(declined) =
             next_round(SensitiveElicitation::Refuse, Era::Legacy, true, &result)
@@ -200,26 +235,30 @@ mod tests {
     #[test]
     fn who_may_be_asked() {
         let caps = json!({"sampling": {}, "roots": null});
-        assert!(declared(&caps, "sampling/createMessage"));
-        assert!(!declared(&caps, "roots/list"));
-        assert!(!declared(&caps, "tools/call"));
+        let none = Value::Null;
+        assert!(declared(&caps, "sampling/createMessage", &none));
+        assert!(!declared(&caps, "roots/list", &none));
+        assert!(!declared(&caps, "tools/call", &none));
         assert!(client_may_be_asked(
             Era::Legacy,
             &caps,
             true,
-            "sampling/createMessage"
+            "sampling/createMessage",
+            &none
         ));
         assert!(!client_may_be_asked(
             Era::Legacy,
             &caps,
             false,
-            "sampling/createMessage"
+            "sampling/createMessage",
+            &none
         ));
         assert!(!client_may_be_asked(
             Era::Modern,
             &caps,
             true,
-            "sampling/createMessage"
+            "sampling/createMessage",
+            &none
         ));
         let params = password_form()["params"].clone();
         assert_eq!(
@@ -233,6 +272,77 @@ mod tests {
                 &params
             )
             .is_empty()
+        );
+    }
+
+    fn url_elicitation(url: &str) -> Value {
+        json!({"method": "elicitation/create", "params": {"mode": "url", "message": "Sign in to continue", "url": url, "elicitationId": "e-1"}})
+    }
+
+    #[test]
+    fn a_url_elicitation_needs_the_url_mode_and_a_url_the_guard_passes() {
+        let ok = url_elicitation("https://auth.example.com/authorize?state=abc");
+        let (method, params) = ("elicitation/create", &ok["params"]);
+        let form_only = json!({"elicitation": {}});
+        let both = json!({"elicitation": {"form": {}, "url": {}}});
+        assert!(!declared(&form_only, method, params));
+        assert!(declared(&both, method, params));
+        assert!(declared(&form_only, method, &color_form()["params"]));
+        assert!(!client_may_be_asked(
+            Era::Legacy,
+            &form_only,
+            true,
+            method,
+            params
+        ));
+        assert!(client_may_be_asked(
+            Era::Legacy,
+            &both,
+            true,
+            method,
+            params
+        ));
+        assert!(may_park(
+            Era::Modern,
+            Method::CallTool,
+            &both,
+            method,
+            params
+        ));
+        assert!(!may_park(
+            Era::Modern,
+            Method::CallTool,
+            &form_only,
+            method,
+            params
+        ));
+        assert_eq!(refusal(SensitiveElicitation::Refuse, method, params), None);
+        // The guard holds whatever the sensitive-elicitation policy.
+        for policy in [SensitiveElicitation::Refuse, SensitiveElicitation::Allow] {
+            let bad = url_elicitation("http://203.0.113.9/pay");
+            assert!(matches!(
+                refusal(policy, method, &bad["params"]),
+                Some(Denied::UnsafeElicitationUrl(_))
+            ));
+        }
+        // In a modern upstream's round: declined alone, refused mixed.
+        let bad = url_elicitation("https://10.1.2.3/");
+        let alone = round(json!({"u": bad}));
+        let Round::Retry(answers) =
+            next_round(SensitiveElicitation::Allow, Era::Modern, true, &alone)
+        else {
+            panic!("expected a retry");
+        };
+        assert_eq!(answers["u"], json!({"action": "decline"}));
+        let mixed = round(json!({"u": bad, "c": color_form()}));
+        assert!(matches!(
+            next_round(SensitiveElicitation::Allow, Era::Modern, true, &mixed),
+            Round::Refuse(Denied::UnsafeElicitationUrl(_))
+        ));
+        let fine = round(json!({"u": ok}));
+        assert_eq!(
+            next_round(SensitiveElicitation::Refuse, Era::Modern, true, &fine),
+            Round::Answer
         );
     }
 

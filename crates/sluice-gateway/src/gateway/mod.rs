@@ -16,6 +16,7 @@ use sluice_core::envelope::Cursors;
 use sluice_core::health::{self, HealthDetail};
 use sluice_core::naming::Naming;
 use sluice_core::session_token::SessionKey;
+use sluice_core::tasks::TaskIds;
 use tokio::sync::{broadcast, mpsc, watch};
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
@@ -54,6 +55,8 @@ pub struct Gateway {
     pub(crate) hub: Arc<Hub>,
     /// Seals the cursors of every list sluice pages.
     pub(crate) cursors: Cursors,
+    /// Seals the task ids clients see (`sluice_core::tasks`).
+    pub(crate) task_ids: TaskIds,
     /// Seals legacy session ids, which carry their session to any replica
     /// that shares the cursor secret.
     pub(crate) session_key: SessionKey,
@@ -153,6 +156,7 @@ impl Gateway {
         let mut gateway = Gateway {
             bridge: Bridge::new(hub.live().config.server.request_timeout),
             cursors: Cursors::new(cursor_secret),
+            task_ids: TaskIds::new(cursor_secret),
             session_key: SessionKey::derive(&cursor_secret),
             ops,
             hub,

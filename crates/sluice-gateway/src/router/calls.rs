@@ -6,6 +6,7 @@ use serde_json::Value;
 use sluice_core::boundary::budget::Surface;
 use sluice_core::method::{ListKind, Method};
 use sluice_core::policy::{Denied, admit, answer, route};
+use sluice_core::tasks::{self, TaskRef};
 
 use super::forward::Forward;
 use crate::client::RequestCtx;
@@ -34,18 +35,7 @@ impl Gateway {
         let upstream = snap.upstream(&route.upstream)?;
         ctx.trail.routed(&route.upstream, Some(&exposed));
         let config = &snap.live.config;
-        {
-            let _policy = trace::policy_span().entered();
-            admit::scopes(
-                ctx.scoped,
-                &config.auth.require,
-                &ctx.principal,
-                &route.upstream,
-                Some(&route.name),
-                &exposed,
-            )
-            .inspect_err(|denied| log_scope_refusal(ctx, &exposed, denied))?;
-        }
+        admit_tool(ctx, snap, &route.upstream, &route.name, &exposed)?;
         let resumed = self.bridge.is_resumption(ctx, Method::CallTool, &params);
         if admit::counts_against_rate(resumed) {
             let scope = admit::rate_scope(config, &route.upstream, &route.name);
@@ -68,8 +58,9 @@ impl Gateway {
             &exposed,
             snap.federation.tool(&exposed),
         );
-        let upstream_params = with_name(&params, "name", &route.name);
-        Forward {
+        let mut upstream_params = with_name(&params, "name", &route.name);
+        self.task_request(ctx, &upstream, &mut upstream_params);
+        let mut answer = Forward {
             ctx,
             snap,
             upstream: &upstream,
@@ -78,7 +69,18 @@ impl Gateway {
             boundary: &boundary,
         }
         .run(self, upstream_params)
-        .await
+        .await?;
+        if tasks::created_task(&answer) {
+            let task = TaskRef {
+                upstream: route.upstream,
+                id: String::new(),
+                tool: route.name,
+                exposed,
+                principal: ctx.principal.key(),
+            };
+            self.seal_task_ids(&mut answer, &task);
+        }
+        Ok(answer)
     }
 
     /// `prompts/get`: the prompt by its namespaced name, read through the
@@ -186,6 +188,28 @@ impl Gateway {
         let (scope, key) = admit::list_rate(&ctx.principal, list);
         spend_rate(ctx, snap, scope, ("", ""), key, list).await
     }
+}
+
+/// The scopes `[[auth.require]]` asks for a use of `tool` (the upstream's
+/// name; `exposed`, the client's) on `upstream` (S-20): a call, or a
+/// request about the call's task.
+pub(super) fn admit_tool(
+    ctx: &RequestCtx,
+    snap: &Snapshot,
+    upstream: &str,
+    tool: &str,
+    exposed: &str,
+) -> Result<(), Denied> {
+    let _policy = trace::policy_span().entered();
+    admit::scopes(
+        ctx.scoped,
+        &snap.live.config.auth.require,
+        &ctx.principal,
+        upstream,
+        Some(tool),
+        exposed,
+    )
+    .inspect_err(|denied| log_scope_refusal(ctx, exposed, denied))
 }
 
 /// Spends one of the caller's allowance under `scope` (`at` names the

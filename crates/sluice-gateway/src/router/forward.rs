@@ -92,12 +92,12 @@ impl Forward<'_> {
             };
             let result = self.drive(gateway, flight).instrument(span.clone()).await?;
             if conn.is_some() {
-                self.log_sensitive_questions(&result);
+                self.log_refused_questions(&result);
             }
             match rounds::next_round(policy, ctx.era, conn.is_some(), &result) {
                 Round::Answer => return Ok(result),
                 Round::Retry(declined) => rounds::answer_round(&mut params, &result, declined),
-                Round::Refuse => return Err(Denied::SensitiveElicitation),
+                Round::Refuse(denied) => return Err(denied),
                 // A modern upstream asking a legacy client something: ask
                 // it directly, then retry with its answers.
                 Round::AskClient(declined) => {
@@ -165,18 +165,19 @@ impl Forward<'_> {
                 .get("method")
                 .and_then(Value::as_str)
                 .unwrap_or_default();
+            let question = request.get("params").cloned().unwrap_or(Value::Null);
             let link = ctx.link.as_ref().filter(|l| {
                 rounds::client_may_be_asked(
                     ctx.era,
                     &ctx.client_capabilities,
                     l.takes_requests(),
                     method,
+                    &question,
                 )
             });
             let Some(link) = link else {
                 return Err(Denied::ClientLacksCapability(method.to_owned()));
             };
-            let question = request.get("params").cloned().unwrap_or(Value::Null);
             let timeout = self.snap.live.config.server.request_timeout;
             let answer = link.request(method, question, timeout).await?;
             answers.insert(key.clone(), answer);
@@ -184,7 +185,8 @@ impl Forward<'_> {
         Ok(answers)
     }
 
-    /// Answers a sensitive elicitation an upstream asked in flight with a
+    /// Answers a question an upstream asked in flight that sluice refuses
+    /// (a form asking for a secret, an unsafe elicitation URL) with the
     /// refusal; anything else is passed on.
     fn screen(&self, item: Related) -> Option<Related> {
         match item {
@@ -192,17 +194,24 @@ impl Forward<'_> {
                 method,
                 params,
                 reply,
-            } if self.is_sensitive(&method, &params) => {
-                let _ = reply.send(Err(Denied::SensitiveElicitation.to_rpc()));
-                None
-            }
+            } => match self.refusal(&method, &params) {
+                Some(denied) => {
+                    let _ = reply.send(Err(denied.to_rpc()));
+                    None
+                }
+                None => Some(Related::Request {
+                    method,
+                    params,
+                    reply,
+                }),
+            },
             other => Some(other),
         }
     }
 
-    /// Logs each question of an upstream's round that asks for a secret
+    /// Logs each question of an upstream's round that sluice refuses
     /// (S-27: every refusal is logged, whatever the round's verdict).
-    fn log_sensitive_questions(&self, result: &Value) {
+    fn log_refused_questions(&self, result: &Value) {
         if !rounds::is_input_required(result) {
             return;
         }
@@ -211,22 +220,25 @@ impl Forward<'_> {
             let method = request.get("method").and_then(Value::as_str);
             let params = request.get("params").unwrap_or(&Value::Null);
             if let Some(method) = method {
-                self.is_sensitive(method, params);
+                self.refusal(method, params);
             }
         }
     }
 
-    /// Whether a question asks for a secret (S-27); logged when it does.
-    fn is_sensitive(&self, method: &str, params: &Value) -> bool {
+    /// Why sluice refuses a question (S-27, the elicitation URL guard);
+    /// logged when it does.
+    fn refusal(&self, method: &str, params: &Value) -> Option<Denied> {
         let policy = self.snap.live.config.sensitive_elicitation;
-        let fields = rounds::sensitive_fields(policy, method, params);
-        if !fields.is_empty() {
-            tracing::warn!(
-                ?fields,
+        let refusal = rounds::refusal(policy, method, params);
+        match &refusal {
+            Some(Denied::SensitiveElicitation) => tracing::warn!(
+                fields = ?rounds::sensitive_fields(policy, method, params),
                 "refused an upstream's elicitation that asks for sensitive data ([policy] sensitive_elicitation = \"refuse\")"
-            );
+            ),
+            Some(denied) => tracing::warn!("refused an upstream's question: {denied}"),
+            None => {}
         }
-        !fields.is_empty()
+        refusal
     }
 
     /// Drives a flight until the upstream answers, relaying what it sends
@@ -236,8 +248,15 @@ impl Forward<'_> {
         let ctx = self.ctx;
         let token = self.client_params.pointer("/_meta/progressToken").cloned();
         let upstream_started = tokio::time::Instant::now();
-        let may_park =
-            |method: &str| rounds::may_park(ctx.era, self.method, &ctx.client_capabilities, method);
+        let may_park = |method: &str, question: &Value| {
+            rounds::may_park(
+                ctx.era,
+                self.method,
+                &ctx.client_capabilities,
+                method,
+                question,
+            )
+        };
         loop {
             tokio::select! {
                 // What the upstream sent before its answer goes out first.
@@ -248,7 +267,7 @@ impl Forward<'_> {
                         self.relay(item, token.as_ref()).await;
                         continue;
                     };
-                    if !may_park(&method) {
+                    if !may_park(&method, &q) {
                         self.relay(Related::Request { method, params: q, reply }, None).await;
                         continue;
                     }
@@ -257,7 +276,7 @@ impl Forward<'_> {
                     while let Ok(item) = flight.related.try_recv() {
                         let Some(item) = self.screen(item) else { continue };
                         match item {
-                            Related::Request { method, params: q, reply } if may_park(&method) => {
+                            Related::Request { method, params: q, reply } if may_park(&method, &q) => {
                                 questions.push((method, q, reply));
                             }
                             other => self.relay(other, token.as_ref()).await,
@@ -331,9 +350,9 @@ impl Forward<'_> {
                 reply,
             } => {
                 // Every question an upstream asks passes here or through
-                // `drive`'s park: both refuse a form that asks for a secret.
-                if self.is_sensitive(&method, &params) {
-                    let _ = reply.send(Err(Denied::SensitiveElicitation.to_rpc()));
+                // `drive`'s park: both refuse what `rounds::refusal` refuses.
+                if let Some(denied) = self.refusal(&method, &params) {
+                    let _ = reply.send(Err(denied.to_rpc()));
                     return;
                 }
                 // What an upstream asks a client (a sampling prompt, an
@@ -345,6 +364,7 @@ impl Forward<'_> {
                     &ctx.client_capabilities,
                     takes_requests,
                     &method,
+                    &params,
                 );
                 let link = ctx.link.clone().filter(|_| can);
                 let Some(link) = link else {

@@ -12,6 +12,7 @@ use sluice_core::health;
 use sluice_core::method::ListKind;
 use sluice_core::policy::{Denied, answer, route};
 use sluice_core::progressive::{self, DESCRIBE_TOOL, LIST_SERVERS, LIST_TOOLS};
+use sluice_core::versions;
 
 use crate::bridge::now_ms;
 use crate::gateway::{Gateway, Snapshot};
@@ -27,13 +28,15 @@ struct Rows<'k, K: Fn(usize) -> &'k str, F: Fn(usize) -> Value> {
 }
 
 impl Gateway {
-    /// One page of an MCP list. Progressive mode lists the meta-tools in
+    /// One page of an MCP list, as a client speaking `version` may see it
+    /// (`sluice_core::versions`). Progressive mode lists the meta-tools in
     /// place of the tools.
     pub(super) fn list(
         &self,
         snap: &Snapshot,
         kind: ListKind,
         params: &Value,
+        version: &str,
     ) -> Result<Value, Denied> {
         let catalog = &snap.live.config.catalog;
         let meta_tools;
@@ -59,7 +62,11 @@ impl Gateway {
                         .and_then(Value::as_str)
                         .unwrap_or_default()
                 },
-                row: |i: usize| rows[i].clone(),
+                row: |i: usize| {
+                    let mut row = rows[i].clone();
+                    versions::shape_entry(kind, version, &mut row);
+                    row
+                },
             },
             params.get("cursor"),
             catalog.list_page_size,

@@ -27,6 +27,7 @@ mod listen;
 mod lists;
 mod logging;
 mod resources;
+mod tasks;
 
 use std::sync::Arc;
 
@@ -213,8 +214,9 @@ impl Gateway {
             Method::Listen if ctx.era == Era::Modern => self.listen(ctx, params).await,
             Method::List(kind) => {
                 self.admit_list(ctx, &snap, kind.method()).await?;
-                self.list(&snap, kind, &params)
+                self.list(&snap, kind, &params, ctx.protocol_version())
             }
+            Method::Task(task) => self.task(ctx, &snap, task, params).await,
             Method::Initialize | Method::Listen | Method::Other => {
                 Err(Denied::MethodNotFound(name.to_owned()))
             }
@@ -227,21 +229,31 @@ impl Gateway {
         self.hub.snapshot(view)
     }
 
-    /// The capabilities sluice offers: everything it can route.
-    pub(crate) fn server_capabilities(&self) -> Value {
-        json!({
+    /// The capabilities sluice offers a client of `era` speaking `version`:
+    /// everything it can route (tasks when an upstream runs them).
+    pub(crate) fn server_capabilities(&self, era: Era, version: &str) -> Value {
+        let mut capabilities = json!({
             "tools": {"listChanged": true},
             "resources": {"subscribe": true, "listChanged": true},
             "prompts": {"listChanged": true},
             "completions": {},
             "logging": {},
-        })
+        });
+        if let Some(tasks) = self.tasks_capability(era, version) {
+            match era {
+                Era::Legacy => capabilities["tasks"] = tasks,
+                Era::Modern => {
+                    capabilities["extensions"] = json!({ sluice_core::tasks::EXTENSION: tasks });
+                }
+            }
+        }
+        capabilities
     }
 
     fn discover_result(&self) -> Value {
         json!({
             "supportedVersions": protocol::supported_versions(),
-            "capabilities": self.server_capabilities(),
+            "capabilities": self.server_capabilities(Era::Modern, protocol::MODERN_VERSION),
         })
     }
 
@@ -258,7 +270,7 @@ impl Gateway {
         let version = protocol::negotiate_legacy(requested);
         let result = json!({
             "protocolVersion": version,
-            "capabilities": self.server_capabilities(),
+            "capabilities": self.server_capabilities(Era::Legacy, version),
             "serverInfo": self.server_info(),
         });
         let caps = params

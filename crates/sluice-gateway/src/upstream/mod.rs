@@ -760,13 +760,15 @@ async fn handshake(shared: &Shared, settings: &Settings) -> Result<ServerDescrip
 }
 
 async fn initialize(shared: &Shared, settings: &Settings) -> Result<ServerDescription, String> {
-    // sluice declares sampling and elicitation so that upstreams can use
-    // them through it (relayed to clients that support them). Not roots:
-    // an upstream would replace its configured scope with the roots of
-    // whichever client happened to answer.
+    // sluice declares sampling and elicitation, both of its modes, so that
+    // upstreams can use them through it (relayed to the clients that
+    // declared them; the connection is shared, so the upstream cannot be
+    // told per client). Not roots: an upstream would replace its
+    // configured scope with the roots of whichever client happened to
+    // answer.
     let params = json!({
         "protocolVersion": protocol::LEGACY_VERSIONS[0],
-        "capabilities": {"sampling": {}, "elicitation": {}},
+        "capabilities": {"sampling": {}, "elicitation": {"form": {}, "url": {}}},
         "clientInfo": settings.client_info,
     });
     let result = shared

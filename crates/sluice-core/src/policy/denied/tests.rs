@@ -131,6 +131,22 @@ fn the_refusal_table() {
             Decision::RefusedElicitation,
         ),
         (
+            Denied::MissingExtension("io.modelcontextprotocol/tasks"),
+            -32021,
+            200,
+            400,
+            Decision::Invalid,
+        ),
+        (
+            Denied::UnsafeElicitationUrl(BrowserUrlError::NotHttps {
+                host: "pay.example".into(),
+            }),
+            -32602,
+            200,
+            200,
+            Decision::RefusedElicitation,
+        ),
+        (
             Denied::Upstream(UpstreamFailure::Timeout {
                 upstream: up(),
                 after: Duration::from_secs(1),
