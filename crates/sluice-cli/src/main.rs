@@ -363,7 +363,7 @@ fn run(cli: Cli, logging: Logging) -> anyhow::Result<ExitCode> {
                 Err(code) => return Ok(code),
             };
             let path = source.lockfile(&config);
-            let scope = pinning::LockScope {
+            let scope = pinning::LockOptions {
                 upstreams: &upstreams,
                 accept_findings,
             };
@@ -705,10 +705,13 @@ async fn serve(
             }
         },
     };
-    if let Err(e) = telemetry::start_metrics(&config).await {
-        eprintln!("sluice: {e:#}");
-        return Ok(ExitCode::from(EXIT_INTERNAL));
-    }
+    let metrics_listener = match telemetry::start_metrics(&config).await {
+        Ok(listener) => listener,
+        Err(e) => {
+            eprintln!("sluice: {e:#}");
+            return Ok(ExitCode::from(EXIT_INTERNAL));
+        }
+    };
     let audit = match audit::open_log(&config.state, state_dir).await {
         Ok(audit) => audit,
         Err(message) => {
@@ -725,6 +728,13 @@ async fn serve(
         cursor_secret,
         sluice_gateway::ops::Ops::new(sink),
     );
+    let console = Arc::new(sluice_gateway::console::Console::new(
+        sources.lockfile.clone(),
+        audit.as_ref().map(|log| log.store().clone()),
+    ));
+    if let Some(listener) = metrics_listener {
+        telemetry::serve_metrics(listener, Some((Arc::clone(&gateway), Arc::clone(&console))))?;
+    }
     // Ends with the runtime, when `serve` returns.
     tokio::spawn(reload::run(Arc::clone(&gateway), sources));
     // Every way out writes the queued audit rows first.
@@ -760,9 +770,13 @@ async fn serve(
         "sluice {} listening on http://{local}{MCP_PATH}",
         sluice_gateway::gateway::VERSION
     );
+    if sluice_gateway::console::served_on(&gateway) == Some(config::ConsoleListener::Main) {
+        eprintln!("sluice console on http://{local}/ui/");
+    }
     let server = tokio::spawn(sluice_gateway::downstream::http::serve(
         Arc::clone(&gateway),
         listener,
+        Some(console),
     ));
     signal().await;
     tracing::info!("signal received; shutting down");

@@ -82,6 +82,7 @@ pub mod canonical;
 pub mod catalog;
 pub mod client_config;
 pub mod config;
+pub mod console;
 pub mod discovery;
 pub mod doctor;
 pub mod elicitation;
