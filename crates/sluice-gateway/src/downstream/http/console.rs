@@ -57,7 +57,9 @@ fn page(status: StatusCode, markup: &Markup) -> Response {
             (header::CONTENT_TYPE, "text/html; charset=utf-8"),
             (header::CONTENT_SECURITY_POLICY, CSP),
             (header::X_CONTENT_TYPE_OPTIONS, "nosniff"),
-            (header::REFERRER_POLICY, "no-referrer"),
+            // Not `no-referrer`: with it a browser posts the forms with `Origin:
+            // null`, which is no origin the console can admit.
+            (header::REFERRER_POLICY, "same-origin"),
             (header::CACHE_CONTROL, "no-store"),
         ],
         markup.0.clone(),
