@@ -6,7 +6,7 @@
 /// One answered request, as the gateway remembers it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct CallSample {
-    /// When it was answered (ms since the Unix epoch).
+    /// When it arrived (ms since the Unix epoch).
     pub at_ms: u64,
     /// The upstream it was routed to (`None`: refused before routing, or
     /// answered by sluice itself).
@@ -37,7 +37,7 @@ pub struct UpstreamRates {
     pub p99_ms: f64,
 }
 
-/// The rates of the samples answered in the `window_ms` before `now_ms`,
+/// The rates of the requests that arrived in the `window_ms` before `now_ms`,
 /// one row per upstream, by name.
 pub fn rates<'a>(
     samples: impl IntoIterator<Item = &'a CallSample>,

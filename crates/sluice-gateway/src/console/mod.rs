@@ -17,7 +17,9 @@ use percent_encoding::{NON_ALPHANUMERIC, utf8_percent_encode};
 use serde::Deserialize;
 use sluice_core::audit::{self, AuditArgs, plan_reading};
 use sluice_core::config::ConsoleListener;
-use sluice_core::console::{CatalogQuery, RATE_WINDOWS_MS, catalog_rows, drift_entries, rates};
+use sluice_core::console::{
+    CatalogQuery, CatalogRow, RATE_WINDOWS_MS, catalog_rows, drift_entries, rates,
+};
 use sluice_core::discovery::ListKind;
 
 use crate::gateway::Gateway;
@@ -150,6 +152,20 @@ pub(crate) fn upstreams_page(gateway: &Gateway) -> Markup {
     pages::upstreams(&rows)
 }
 
+/// The catalog's rows that `query` selects.
+fn catalog(gateway: &Gateway, query: &CatalogQuery) -> Vec<CatalogRow> {
+    let live = gateway.live();
+    gateway.with_reads(|reads| {
+        catalog_rows(
+            reads,
+            live.lock.as_ref(),
+            &live.naming,
+            &live.config.views,
+            query,
+        )
+    })
+}
+
 /// The catalog page, filtered.
 pub(crate) fn catalog_page(gateway: &Gateway, params: &CatalogParams) -> Markup {
     let live = gateway.live();
@@ -158,21 +174,8 @@ pub(crate) fn catalog_page(gateway: &Gateway, params: &CatalogParams) -> Markup 
         view: given(&params.view),
         text: given(&params.q),
     };
-    let rows = gateway.with_reads(|reads| {
-        catalog_rows(
-            reads,
-            live.lock.as_ref(),
-            &live.naming,
-            &live.config.views,
-            &query,
-        )
-    });
-    let upstreams: Vec<String> = live
-        .config
-        .upstreams
-        .iter()
-        .map(|u| u.name.clone())
-        .collect();
+    let rows = catalog(gateway, &query);
+    let upstreams = live.upstream_names();
     let views: Vec<String> = live.config.views.iter().map(|v| v.name.clone()).collect();
     pages::catalog(
         &rows,
@@ -185,7 +188,6 @@ pub(crate) fn catalog_page(gateway: &Gateway, params: &CatalogParams) -> Markup 
 
 /// One catalog entry's page; `None` when no held read lists it.
 pub(crate) fn entry_page(gateway: &Gateway, params: &EntryParams) -> Option<Markup> {
-    let live = gateway.live();
     let upstream = given(&params.upstream)?;
     let kind = ListKind::ALL
         .into_iter()
@@ -195,15 +197,7 @@ pub(crate) fn entry_page(gateway: &Gateway, params: &EntryParams) -> Option<Mark
         upstream: Some(upstream),
         ..CatalogQuery::default()
     };
-    let rows = gateway.with_reads(|reads| {
-        catalog_rows(
-            reads,
-            live.lock.as_ref(),
-            &live.naming,
-            &live.config.views,
-            &query,
-        )
-    });
+    let rows = catalog(gateway, &query);
     rows.iter()
         .find(|r| r.entry.kind == kind && r.entry.key == key)
         .map(pages::entry)

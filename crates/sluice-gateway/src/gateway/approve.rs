@@ -12,7 +12,7 @@ use sluice_core::catalog::poisoning;
 use sluice_core::console::{Approval, HeldRead, Refusal};
 use sluice_core::discovery::CatalogRead;
 
-use super::Gateway;
+use super::{Gateway, Live};
 
 /// Why an approval did not land.
 #[derive(Debug, thiserror::Error)]
@@ -31,6 +31,17 @@ pub fn write_lockfile(path: &Path, lock: &Lockfile) -> std::io::Result<()> {
     let tmp = path.with_extension("lock.tmp");
     std::fs::write(&tmp, lock.render())?;
     std::fs::rename(&tmp, path)
+}
+
+impl Live {
+    /// The configured upstreams' names, in config order.
+    pub(crate) fn upstream_names(&self) -> Vec<String> {
+        self.config
+            .upstreams
+            .iter()
+            .map(|u| u.name.clone())
+            .collect()
+    }
 }
 
 impl Gateway {
@@ -68,12 +79,7 @@ impl Gateway {
     ) -> Result<LockPlan, ApproveError> {
         let _one_at_a_time = self.approving.lock().await;
         let live = self.live();
-        let configured: Vec<String> = live
-            .config
-            .upstreams
-            .iter()
-            .map(|u| u.name.clone())
-            .collect();
+        let configured = live.upstream_names();
         let names = if approval.upstreams.is_empty() {
             &configured
         } else {

@@ -15,7 +15,7 @@ use axum::{Form, Router, middleware};
 use maud::Markup;
 use serde::Deserialize;
 use sluice_core::access::Principal;
-use sluice_core::console::{self, ApprovalForm, Refusal};
+use sluice_core::console::{self, ApprovalForm, ReadOnly, Refusal};
 
 use super::{HttpState, admission};
 use crate::console::pages::{Nav, Notice};
@@ -112,16 +112,21 @@ async fn entry(State(state): State<Arc<HttpState>>, Query(params): Query<EntryPa
     }
 }
 
-/// Whether this request may approve: `Ok` with a fresh form token, or
-/// why it is read-only.
-fn may_change(state: &HttpState, principal: &Principal) -> Result<String, Refusal> {
+/// Whether this principal may change anything through this listener.
+fn access(state: &HttpState, principal: &Principal) -> Result<(), ReadOnly> {
     let live = state.gateway.live();
     console::access(
         &live.config.console,
         live.auth.is_on(),
         principal,
         state.loopback,
-    )?;
+    )
+}
+
+/// Whether this request may approve: `Ok` with a fresh form token, or
+/// why it is read-only.
+fn may_change(state: &HttpState, principal: &Principal) -> Result<String, Refusal> {
+    access(state, principal)?;
     Ok(state.gateway.csrf.issue(&principal.key(), now_ms()))
 }
 
@@ -156,6 +161,30 @@ struct ApproveFields {
     accept_findings: Option<String>,
 }
 
+/// What a posted approval form asks for, if this principal may ask it:
+/// the access rule, then the form's token, then the form itself.
+fn check_approval(
+    state: &HttpState,
+    principal: &Principal,
+    fields: &ApproveFields,
+) -> Result<console::Approval, Refusal> {
+    access(state, principal)?;
+    let live = state.gateway.live();
+    state
+        .gateway
+        .csrf
+        .verify(fields.csrf.as_deref(), &principal.key(), now_ms())?;
+    let configured = live.upstream_names();
+    let form = ApprovalForm {
+        target: fields.target.as_deref(),
+        upstream: fields.upstream.as_deref(),
+        list: fields.list.as_deref(),
+        key: fields.key.as_deref(),
+        accept_findings: fields.accept_findings.is_some(),
+    };
+    form.approval(&configured)
+}
+
 async fn approve(
     State(state): State<Arc<HttpState>>,
     Extension(principal): Extension<Arc<Principal>>,
@@ -164,33 +193,7 @@ async fn approve(
     let Some(site) = &state.console else {
         return StatusCode::NOT_FOUND.into_response();
     };
-    let checked = (|| {
-        let live = state.gateway.live();
-        console::access(
-            &live.config.console,
-            live.auth.is_on(),
-            &principal,
-            state.loopback,
-        )?;
-        state
-            .gateway
-            .csrf
-            .verify(fields.csrf.as_deref(), &principal.key(), now_ms())?;
-        let configured: Vec<String> = live
-            .config
-            .upstreams
-            .iter()
-            .map(|u| u.name.clone())
-            .collect();
-        ApprovalForm {
-            target: fields.target.as_deref(),
-            upstream: fields.upstream.as_deref(),
-            list: fields.list.as_deref(),
-            key: fields.key.as_deref(),
-            accept_findings: fields.accept_findings.is_some(),
-        }
-        .approval(&configured)
-    })();
+    let checked = check_approval(&state, &principal, &fields);
     let approval = match checked {
         Ok(approval) => approval,
         Err(refusal) => {
