@@ -9,6 +9,8 @@
 * With `[auth]` (OAuth, tokens from the fake authorization server) a principal without the admin
   scope sees a read-only drift page and its approval POST is refused with 403, even with a valid
   form token; one with the scope approves. Without a valid form token nothing is written.
+* Off by default (404); with `listener = "metrics"` it is served on `[metrics] listen` only,
+  read-only without `[auth]`, behind the same Host check.
 
 Screenshots go to target/test-artifacts/console/ (docs/console.png is one of them).
 """
@@ -308,3 +310,31 @@ def test_approval_needs_the_admin_scope_and_a_form_token(tmp_path: Path) -> None
             assert sorted(lock["upstreams"]["time"]["tools"]) == ["convert_time", "get_current_time"]
             health = json.loads(fetch(base, "/health", token=admin)[1])
             assert health["upstreams"]["time"]["approval"] == "unchanged", health
+
+
+def test_the_console_is_off_by_default_and_can_move_to_the_metrics_listener(tmp_path: Path) -> None:
+    time_toml = f'\n[[upstream]]\nname = "time"\ncommand = {toml_str(str(H.TIME_BIN))}\nargs = []\n'
+    for d in ("off", "moved"):
+        (tmp_path / d).mkdir()
+    with running_sluice(tmp_path / "off", lambda port: server_block() + time_toml, {"time"}) as gw:
+        assert fetch(f"http://127.0.0.1:{gw.port}", "/ui/")[0] == 404
+    metrics_port = free_port()
+    moved = (f'\n[metrics]\nlisten = "127.0.0.1:{metrics_port}"\n'
+             '\n[console]\nenabled = true\nlistener = "metrics"\n')
+    with running_sluice(tmp_path / "moved", lambda port: server_block() + time_toml + moved, {"time"}) as gw:
+        assert fetch(f"http://127.0.0.1:{gw.port}", "/ui/")[0] == 404
+        base = f"http://127.0.0.1:{metrics_port}"
+        status, page, headers = fetch(base, "/ui/")
+        assert status == 200 and ">time<" in page, (status, page[:300])
+        assert "script-src 'none'" in headers.get("content-security-policy", "")
+        # Without [auth] it is read-only there too, and /metrics is still served beside it.
+        status, page, _ = fetch(base, "/ui/drift")
+        assert status == 200 and "Read-only" in page and csrf_of(page) is None
+        assert fetch(base, "/metrics")[0] == 200
+        # A rebinding page (a Host that is not local) is refused as on /mcp.
+        req = urllib.request.Request(base + "/ui/", headers={"Host": f"evil.example:{metrics_port}"})
+        try:
+            status = urllib.request.urlopen(req, timeout=H.OP_TIMEOUT).status  # noqa: S310 - loopback only
+        except urllib.error.HTTPError as e:
+            status = e.code
+        assert status == 403
