@@ -263,6 +263,41 @@ def test_every_page_and_an_approval_through_the_browser(tmp_path: Path, browser:
     browser.set_window_size(1280, 900)
 
 
+def test_the_pages_against_the_example_config(tmp_path: Path, browser: Any) -> None:
+    # As scripts/run-example.sh runs it, from the repository root (the example's paths are
+    # relative to it), on a free port instead of 8787.
+    for folder in ("example-files", "example-memory"):
+        (H.REPO / ".sluice" / folder).mkdir(parents=True, exist_ok=True)
+    names = {"everything", "time", "memory", "files"}
+    srv = SluiceServer(["serve", "--config", "examples/sluice.toml", "--listen", "127.0.0.1:0"],
+                       tmp_path / "sluice.log", env={"PWD": str(H.REPO)}, cwd=H.REPO)
+    try:
+        srv.start()
+        srv.wait_healthy(names)
+        health = judged(srv)
+        assert set(health) == names and all(u["state"] == "ready" for u in health.values()), health
+        visit(browser, srv.base + "/ui/", "example-upstreams")
+        rows = {r[0]: r for r in cells(browser, "main table tbody tr")}
+        assert set(rows) == names, rows
+        assert all(rows[n][6] == str(health[n]["tools"]) for n in names), (rows, health)
+        total = sum(u[k] for u in health.values() for k in ("tools", "resources", "resource_templates", "prompts"))
+        visit(browser, srv.base + "/ui/catalog", "example-catalog")
+        assert text_of(browser, "#count").startswith(f"{total} entries"), text_of(browser, "#count")
+        listed = cells(browser, "main table tbody tr")
+        assert {r[0] for r in listed} == names
+        assert all(r[3] == "unpinned" for r in listed), listed[:3]
+        # server-everything's URL defaults are poisoning-scan findings: the catalog shows them.
+        assert any(r[0] == "everything" and r[4] for r in listed), [r for r in listed if r[0] == "everything"][:5]
+        visit(browser, srv.base + "/ui/drift", "example-drift")
+        assert "No lockfile" in text_of(browser, "main")
+        assert "Read-only" in text_of(browser, "main")
+        for path in ("/ui/audit", "/ui/metrics"):
+            visit(browser, srv.base + path, "example-" + path.rsplit("/", 1)[1])
+            assert "sluice" in browser.title
+    finally:
+        srv.stop()
+
+
 def test_approval_needs_the_admin_scope_and_a_form_token(tmp_path: Path) -> None:
     with auth_server() as a:
         def config(port: int) -> str:
