@@ -294,6 +294,9 @@ def test_the_pages_against_the_example_config(tmp_path: Path, browser: Any) -> N
         for path in ("/ui/audit", "/ui/metrics"):
             visit(browser, srv.base + path, "example-" + path.rsplit("/", 1)[1])
             assert "sluice" in browser.title
+        for path in PAGES:
+            status, body, _ = fetch(srv.base, path)
+            assert status == 200 and len(body.encode()) < PAGE_LIMIT, (path, status, len(body))
     finally:
         srv.stop()
 

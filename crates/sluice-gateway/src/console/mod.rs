@@ -29,9 +29,12 @@ use pages::{Nav, Notice};
 /// The stylesheet, embedded: the console works offline.
 pub(crate) const CSS: &str = include_str!("console.css");
 
-/// Rows a catalog page shows (a page stays small however large the
-/// catalog).
-pub(crate) const CATALOG_PAGE_ROWS: usize = 200;
+/// Rows a catalog page shows, and drifted entries (each with two
+/// definitions) a drift page shows: a page stays well under 100 KB
+/// however large the catalog or the drift.
+pub(crate) const CATALOG_PAGE_ROWS: usize = 100;
+/// See [`CATALOG_PAGE_ROWS`].
+pub(crate) const DRIFT_PAGE_ENTRIES: usize = 10;
 
 /// What the console needs beyond the gateway: where `sluice.lock` is, and
 /// the audit store to read.
@@ -80,6 +83,12 @@ pub(crate) struct CatalogParams {
     upstream: Option<String>,
     view: Option<String>,
     offset: Option<usize>,
+}
+
+/// The drift page's query string.
+#[derive(Debug, Default, Deserialize)]
+pub(crate) struct DriftParams {
+    pub(crate) offset: Option<usize>,
 }
 
 /// One entry's query string.
@@ -207,13 +216,21 @@ pub(crate) fn entry_page(gateway: &Gateway, params: &EntryParams) -> Option<Mark
 /// approve, else `read_only` says why not.
 pub(crate) fn drift_page(
     gateway: &Gateway,
+    offset: usize,
     csrf: Option<&str>,
     read_only: Option<&str>,
     message: Option<&Notice>,
 ) -> Markup {
     let live = gateway.live();
     let entries = gateway.with_reads(|reads| drift_entries(reads, live.lock.as_ref()));
-    pages::drift(&entries, live.lock.is_some(), csrf, read_only, message)
+    pages::drift(
+        &entries,
+        offset,
+        live.lock.is_some(),
+        csrf,
+        read_only,
+        message,
+    )
 }
 
 /// The audit page, read from the store `sluice audit` reads.

@@ -8,7 +8,7 @@ use sluice_core::audit::{AuditRow, format_time_ms};
 use sluice_core::console::{CatalogQuery, CatalogRow, DriftEntry, FieldRow, UpstreamRates};
 use sluice_core::health::UpstreamStatus;
 
-use super::{AuditParams, CATALOG_PAGE_ROWS, link};
+use super::{AuditParams, CATALOG_PAGE_ROWS, DRIFT_PAGE_ENTRIES, link};
 use crate::gateway::VERSION;
 
 /// The pages, for the navigation.
@@ -50,6 +50,7 @@ pub(crate) fn layout(title: &str, current: Nav, refresh: Option<u32>, body: &Mar
                 link rel="stylesheet" href="/ui/console.css";
             }
             body {
+                a.skip href="#main" { "Skip to the content" }
                 header {
                     span.brand { "sluice" }
                     nav aria-label="Console" {
@@ -66,7 +67,7 @@ pub(crate) fn layout(title: &str, current: Nav, refresh: Option<u32>, body: &Mar
                         }
                     }
                 }
-                main { (body) }
+                main #main { (body) }
                 footer.note { p { "sluice " (VERSION) } }
             }
         }
@@ -243,6 +244,7 @@ pub(crate) fn entry(row: &CatalogRow) -> Markup {
 /// otherwise `read_only` says why not.
 pub(crate) fn drift(
     entries: &[DriftEntry],
+    offset: usize,
     pinned: bool,
     csrf: Option<&str>,
     read_only: Option<&str>,
@@ -250,6 +252,8 @@ pub(crate) fn drift(
 ) -> Markup {
     let mut upstreams: Vec<&str> = entries.iter().map(|e| e.upstream.as_str()).collect();
     upstreams.dedup();
+    let shown =
+        &entries[offset.min(entries.len())..(offset + DRIFT_PAGE_ENTRIES).min(entries.len())];
     let body = html! {
         h1 { "Drift" }
         (notice(message))
@@ -259,14 +263,17 @@ pub(crate) fn drift(
         @if let Some(why) = read_only {
             p.notice { "Read-only: " (why) "." }
         }
-        p.summary #count { (entries.len()) " drifted entries in " (upstreams.len()) " upstreams." }
+        p.summary #count {
+            (entries.len()) " drifted entries in " (upstreams.len()) " upstreams."
+            @if shown.len() < entries.len() { " " (offset + 1) " to " (offset + shown.len()) " shown." }
+        }
         @if let Some(token) = csrf {
             (approve_form(token, "all", None, None, "Approve everything"))
             @for u in &upstreams {
                 (approve_form(token, "upstream", Some(u), None, &format!("Approve all of {u}")))
             }
         }
-        @for e in entries {
+        @for e in shown {
             section.entry aria-labelledby=(entry_anchor(e)) {
                 h2 id=(entry_anchor(e)) {
                     (e.upstream) ": " (e.entry) " "
@@ -279,6 +286,14 @@ pub(crate) fn drift(
                 @if let Some(token) = csrf {
                     (approve_form(token, "entry", Some(&e.upstream), Some(e), "Approve this entry"))
                 }
+            }
+        }
+        nav aria-label="Pages" {
+            @if offset > 0 {
+                a href=(link("/ui/drift", &[("offset", offset.saturating_sub(DRIFT_PAGE_ENTRIES).to_string())])) { "Previous page" } " "
+            }
+            @if offset + shown.len() < entries.len() {
+                a href=(link("/ui/drift", &[("offset", (offset + DRIFT_PAGE_ENTRIES).to_string())])) { "Next page" }
             }
         }
     };

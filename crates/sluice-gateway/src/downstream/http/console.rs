@@ -19,7 +19,7 @@ use sluice_core::console::{self, ApprovalForm, ReadOnly, Refusal};
 
 use super::{HttpState, admission};
 use crate::console::pages::{Nav, Notice};
-use crate::console::{self as pages, AuditParams, CSS, CatalogParams, EntryParams};
+use crate::console::{self as pages, AuditParams, CSS, CatalogParams, DriftParams, EntryParams};
 use crate::gateway::ApproveError;
 
 /// No script, no inline style, nothing from elsewhere, never framed.
@@ -133,12 +133,13 @@ fn may_change(state: &HttpState, principal: &Principal) -> Result<String, Refusa
 fn drift_response(
     state: &HttpState,
     principal: &Principal,
+    offset: usize,
     status: StatusCode,
     notice: Option<&Notice>,
 ) -> Response {
     let markup = match may_change(state, principal) {
-        Ok(token) => pages::drift_page(&state.gateway, Some(&token), None, notice),
-        Err(why) => pages::drift_page(&state.gateway, None, Some(&why.to_string()), notice),
+        Ok(token) => pages::drift_page(&state.gateway, offset, Some(&token), None, notice),
+        Err(why) => pages::drift_page(&state.gateway, offset, None, Some(&why.to_string()), notice),
     };
     page(status, &markup)
 }
@@ -146,8 +147,10 @@ fn drift_response(
 async fn drift(
     State(state): State<Arc<HttpState>>,
     Extension(principal): Extension<Arc<Principal>>,
+    Query(params): Query<DriftParams>,
 ) -> Response {
-    drift_response(&state, &principal, StatusCode::OK, None)
+    let offset = params.offset.unwrap_or_default();
+    drift_response(&state, &principal, offset, StatusCode::OK, None)
 }
 
 /// The fields of an approval form.
@@ -216,7 +219,7 @@ async fn approve(
                 ),
                 error: false,
             };
-            drift_response(&state, &principal, StatusCode::OK, Some(&notice))
+            drift_response(&state, &principal, 0, StatusCode::OK, Some(&notice))
         }
         Err(ApproveError::Refused(refusal)) => {
             let status =
@@ -225,7 +228,7 @@ async fn approve(
                 text: refusal.to_string(),
                 error: true,
             };
-            drift_response(&state, &principal, status, Some(&notice))
+            drift_response(&state, &principal, 0, status, Some(&notice))
         }
         Err(e @ ApproveError::Write(_)) => {
             tracing::error!("the console could not approve: {e}");
