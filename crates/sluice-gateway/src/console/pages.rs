@@ -453,3 +453,68 @@ pub(crate) fn message(title: &str, current: Nav, text: &str) -> Markup {
     };
     layout(title, current, None, &body)
 }
+
+#[cfg(test)]
+mod tests {
+    use sluice_core::catalog::drift::{DriftKind, EntryId};
+    use sluice_core::console::{EntryState, FieldRow};
+    use sluice_core::discovery::ListKind;
+
+    use super::*;
+
+    const HOSTILE: &str = "<script>alert(1)</script>\" onmouseover=\"x";
+
+    #[test]
+    fn what_upstreams_wrote_is_escaped_everywhere_it_is_shown() {
+        let row = CatalogRow {
+            upstream: "evil".into(),
+            entry: EntryId {
+                kind: ListKind::Tools,
+                key: HOSTILE.into(),
+            },
+            exposed: format!("evil__{HOSTILE}"),
+            description: HOSTILE.into(),
+            state: EntryState::Unpinned,
+            findings: vec![],
+            definition: HOSTILE.into(),
+        };
+        let drifted = DriftEntry {
+            upstream: "evil".into(),
+            entry: row.entry.clone(),
+            drift: DriftKind::Changed,
+            fields: vec![FieldRow {
+                field: "description",
+                approved: Some(HOSTILE.into()),
+                current: Some(HOSTILE.into()),
+                changed: true,
+            }],
+            findings: vec![HOSTILE.into()],
+        };
+        let pages = [
+            catalog(
+                std::slice::from_ref(&row),
+                0,
+                &CatalogQuery::default(),
+                &[],
+                &[],
+            ),
+            entry(&row),
+            drift(&[drifted], 0, true, Some(HOSTILE), None, None),
+        ];
+        for page in pages {
+            let html = page.into_string();
+            assert!(!html.contains("<script"), "{html}");
+            assert!(!html.contains("\" onmouseover"), "{html}");
+            assert!(html.contains("&lt;script&gt;"), "{html}");
+        }
+    }
+
+    #[test]
+    fn every_page_names_its_place_in_the_navigation() {
+        let html = metrics(&[(60_000, vec![])]).into_string();
+        assert!(html.contains(r#"<a href="/ui/metrics" aria-current="page">Metrics</a>"#));
+        assert!(html.contains(r#"<meta http-equiv="refresh" content="10">"#));
+        assert!(html.contains("No requests."));
+        assert_eq!(html.matches("aria-current").count(), 1);
+    }
+}
