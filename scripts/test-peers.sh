@@ -9,7 +9,8 @@
 #                 (server-everything 2026.8.31 and 2025.12.18, server-filesystem, server-memory,
 #                  inspector 2.12.0, conformance 0.1.16 and 0.2.0-alpha.12, Node 22 binary)
 #   $PEERS/venv   python venv from tests/peers/requirements.txt
-#                 (mcp 2.3.0, mcp-server-time, mcp-server-git, pytest, exact transitive pins)
+#                 (mcp 2.3.0, mcp-server-time, mcp-server-git, pytest, selenium, exact transitive pins)
+#   chromium      Debian's chromium and chromium-driver (apt-get, when missing), for selenium
 #
 # Idempotent: each part keeps a stamp holding the sha256 of its input files and is skipped when the
 # stamp matches and the install is still there. Exits non-zero with a message naming the failed step.
@@ -74,6 +75,20 @@ if ! command -v bwrap >/dev/null 2>&1; then
 fi
 bwrap --ro-bind / / --unshare-all --die-with-parent --dev /dev --proc /proc --tmpfs /tmp true ||
     die "bwrap cannot make a sandbox on this machine (are unprivileged user namespaces off?)"
+
+# ---------------------------------------------------------------------------------------------
+# chromium + chromium-driver: the browser of the web console's tests (tests/integration/test_console.py)
+# ---------------------------------------------------------------------------------------------
+STEP="chromium"
+if ! command -v chromium >/dev/null 2>&1 || ! command -v chromedriver >/dev/null 2>&1; then
+    command -v apt-get >/dev/null 2>&1 || die "chromium/chromedriver not found and no apt-get: install them by hand"
+    log "installing chromium and chromium-driver (Debian packages)"
+    if ! apt-get install -y --no-install-recommends chromium chromium-driver >"$PEERS/apt-chromium.log" 2>&1; then
+        apt-get update >>"$PEERS/apt-chromium.log" 2>&1 || true
+        apt-get install -y --no-install-recommends chromium chromium-driver >>"$PEERS/apt-chromium.log" 2>&1 ||
+            die "could not install chromium and chromium-driver; see $PEERS/apt-chromium.log"
+    fi
+fi
 
 # ---------------------------------------------------------------------------------------------
 # npm peers
@@ -151,6 +166,8 @@ declare -a PEER_LINES=(
     "mcp-server-time         $VENV/bin/mcp-server-time"
     "mcp-server-git          $VENV/bin/mcp-server-git"
     "pytest                  $VENV/bin/pytest"
+    "chromium                $(command -v chromium)"
+    "chromedriver            $(command -v chromedriver)"
 )
 missing=0
 for line in "${PEER_LINES[@]}"; do

@@ -310,7 +310,7 @@ fn run(cli: Cli, logging: Logging) -> anyhow::Result<ExitCode> {
                 Err(code) => return Ok(code),
             };
             let path = source.lockfile(&config);
-            let scope = pinning::LockScope {
+            let scope = pinning::LockOptions {
                 upstreams: &upstreams,
                 accept_findings,
             };
@@ -556,10 +556,13 @@ async fn serve(
             }
         },
     };
-    if let Err(e) = telemetry::start_metrics(&config).await {
-        eprintln!("sluice: {e:#}");
-        return Ok(ExitCode::from(EXIT_INTERNAL));
-    }
+    let metrics_listener = match telemetry::start_metrics(&config).await {
+        Ok(listener) => listener,
+        Err(e) => {
+            eprintln!("sluice: {e:#}");
+            return Ok(ExitCode::from(EXIT_INTERNAL));
+        }
+    };
     let audit = match audit::open_log(&config.state, state_dir).await {
         Ok(audit) => audit,
         Err(message) => {
@@ -570,12 +573,21 @@ async fn serve(
     let sink = audit
         .clone()
         .map(|log| log as Arc<dyn sluice_gateway::ops::AuditSink>);
+    let limits = config.server.connections;
     let gateway = Gateway::start(
         config,
         lock,
         cursor_secret,
         sluice_gateway::ops::Ops::new(sink),
     );
+    let console = Arc::new(sluice_gateway::console::Console::new(
+        sources.lockfile.clone(),
+        audit.as_ref().map(|log| log.store().clone()),
+    ));
+    if let Some(listener) = metrics_listener {
+        let console = Some((Arc::clone(&gateway), Arc::clone(&console)));
+        telemetry::serve_metrics(listener, limits, console)?;
+    }
     // Ends with the runtime, when `serve` returns.
     tokio::spawn(reload::run(Arc::clone(&gateway), sources));
     // Every way out writes the queued audit rows first.
@@ -611,9 +623,13 @@ async fn serve(
         "sluice {} listening on http://{local}{MCP_PATH}",
         sluice_gateway::gateway::VERSION
     );
+    if sluice_gateway::console::served_on(&gateway) == Some(config::ConsoleListener::Main) {
+        eprintln!("sluice console on http://{local}/ui/");
+    }
     let server = tokio::spawn(sluice_gateway::downstream::http::serve(
         Arc::clone(&gateway),
         listener,
+        Some(console),
     ));
     signal().await;
     tracing::info!("signal received; shutting down");

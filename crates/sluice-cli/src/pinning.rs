@@ -4,7 +4,8 @@
 //! writes the approved definitions; `check` reads them again and compares.
 //! Both refuse to judge a read that did not finish: exit 2 ("not
 //! established") is never a drift. `lock` refuses an upstream with
-//! findings (exit 1) unless they are accepted.
+//! findings (exit 1) unless they are accepted. What `lock` approves is
+//! `sluice_core::catalog::locking`'s decision, the same as the console's.
 
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
@@ -14,9 +15,11 @@ use anyhow::Context;
 use serde_json::{Value, json};
 use sluice_core::catalog::drift::{self, EntryId, NotEstablished, Verdict};
 use sluice_core::catalog::lockfile::{LockedUpstream, Lockfile};
-use sluice_core::catalog::poisoning::{self, CatalogFindings};
+use sluice_core::catalog::locking::{self, LockChange, LockScope, UpstreamLock};
+use sluice_core::catalog::poisoning;
 use sluice_core::config::Config;
 use sluice_core::discovery::{CatalogRead, ListKind};
+use sluice_gateway::gateway::write_lockfile;
 
 use crate::progress::ReadProgress;
 use crate::{EXIT_CONFIG, EXIT_DRIFT, EXIT_FINDINGS, EXIT_NOT_ESTABLISHED, EXIT_USAGE};
@@ -75,7 +78,7 @@ pub fn missing_lock(path: &Path) -> String {
 }
 
 /// What `sluice lock` approves.
-pub struct LockScope<'a> {
+pub struct LockOptions<'a> {
     /// Only these upstreams (every configured one when empty).
     pub upstreams: &'a [String],
     /// Approve entries with findings, recording the findings.
@@ -83,8 +86,12 @@ pub struct LockScope<'a> {
 }
 
 /// `sluice lock [--upstream NAME]... [--accept-findings]`.
-pub async fn lock(config: &Config, path: &Path, scope: LockScope<'_>) -> anyhow::Result<ExitCode> {
-    let only = scope.upstreams;
+pub async fn lock(
+    config: &Config,
+    path: &Path,
+    options: LockOptions<'_>,
+) -> anyhow::Result<ExitCode> {
+    let only = options.upstreams;
     let configured: Vec<String> = config.upstreams.iter().map(|u| u.name.clone()).collect();
     if let Some(unknown) = only.iter().find(|n| !configured.contains(n)) {
         eprintln!(
@@ -104,74 +111,64 @@ pub async fn lock(config: &Config, path: &Path, scope: LockScope<'_>) -> anyhow:
             None
         }
     };
-    let names = if partial { only.to_vec() } else { configured };
+    let names = if partial {
+        only.to_vec()
+    } else {
+        configured.clone()
+    };
     let mut progress = ReadProgress::start(&names);
     let reads =
         sluice_gateway::gateway::read_catalogs(config, &names, &mut |event| progress.heard(event))
             .await;
     progress.finish();
-    let mut lock = old.clone().unwrap_or_default();
-    if !partial {
-        lock.upstreams.retain(|name, _| names.contains(name));
-        if let Some(old) = &old {
-            for gone in old.upstreams.keys().filter(|n| !names.contains(n)) {
-                println!("{gone}: removed (no longer configured)");
-            }
-        }
+    let scope = if partial {
+        LockScope::Upstreams
+    } else {
+        LockScope::All
+    };
+    let plan = locking::plan(
+        &configured,
+        old.as_ref(),
+        reads,
+        &scope,
+        options.accept_findings,
+    );
+    for gone in &plan.removed {
+        println!("{gone}: removed (no longer configured)");
     }
-    let findings = scan(config, &reads, &lock);
-    let (mut refused, mut flagged) = (0, 0);
-    for (name, read) in reads {
-        match read {
-            Ok(CatalogRead::Complete(catalog)) => {
-                let mut approved = LockedUpstream::from_catalog(&catalog);
-                let found = findings.get(&name).filter(|f| !f.is_empty());
-                if let Some(found) = found {
-                    if !scope.accept_findings {
-                        flagged += 1;
-                        println!(
-                            "{name}: not locked: the poisoning scan found, in {} entr{} (its previous approval, if any, is kept; review them, and approve them with `sluice lock --accept-findings`):\n{}",
-                            found.len(),
-                            if found.len() == 1 { "y" } else { "ies" },
-                            indent(&poisoning::lines(found))
-                        );
-                        continue;
-                    }
-                    approved.accept(found);
-                }
-                let before = old.as_ref().and_then(|o| o.upstreams.get(&name));
-                let changes = match before {
-                    None => "new".to_owned(),
-                    Some(before) => {
-                        let d = drift::diff(before, &catalog);
-                        if d.is_empty() {
-                            "unchanged".to_owned()
-                        } else {
-                            format!("updated:\n{}", indent(&summary(&d.to_string())))
-                        }
+    for (name, outcome) in &plan.upstreams {
+        match outcome {
+            UpstreamLock::Locked {
+                approved,
+                change,
+                accepted,
+            } => {
+                let changes = match change {
+                    LockChange::New => "new".to_owned(),
+                    LockChange::Unchanged => "unchanged".to_owned(),
+                    LockChange::Updated(d) => {
+                        format!("updated:\n{}", indent(&summary(&d.to_string())))
                     }
                 };
-                println!("{name}: locked {} ({changes})", counts(&approved));
-                if let Some(found) = found {
+                println!("{name}: locked {} ({changes})", counts(approved));
+                if let Some(found) = accepted {
                     println!(
                         "  accepted findings, recorded in the lockfile:\n{}",
                         indent(&indent(&poisoning::lines(found)))
                     );
                 }
-                lock.upstreams.insert(name, approved);
             }
-            Ok(CatalogRead::Incomplete { list, reason }) => {
-                refused += 1;
-                refuse(&name, &NotEstablished::Incomplete { list, reason });
-            }
-            Err(reason) => {
-                refused += 1;
-                refuse(&name, &reason);
-            }
+            UpstreamLock::Flagged(found) => println!(
+                "{name}: not locked: the poisoning scan found, in {} entr{} (its previous approval, if any, is kept; review them, and approve them with `sluice lock --accept-findings`):\n{}",
+                found.len(),
+                if found.len() == 1 { "y" } else { "ies" },
+                indent(&poisoning::lines(found))
+            ),
+            UpstreamLock::NotLocked(reason) => refuse(name, reason),
         }
     }
-    let refused_any = refused + flagged;
-    if refused_any > 0 && refused_any == names.len() {
+    let (flagged, refused) = (plan.flagged(), plan.not_locked());
+    if !plan.writes() {
         eprintln!(
             "sluice lock: nothing could be locked; {} left as it was",
             path.display()
@@ -182,7 +179,7 @@ pub async fn lock(config: &Config, path: &Path, scope: LockScope<'_>) -> anyhow:
             EXIT_NOT_ESTABLISHED
         }));
     }
-    write_atomically(path, &lock.render())?;
+    write_lockfile(path, &plan.lock).with_context(|| format!("writing {}", path.display()))?;
     println!("wrote {}", path.display());
     Ok(if flagged > 0 {
         ExitCode::from(EXIT_FINDINGS)
@@ -191,31 +188,6 @@ pub async fn lock(config: &Config, path: &Path, scope: LockScope<'_>) -> anyhow:
     } else {
         ExitCode::SUCCESS
     })
-}
-
-/// The poisoning findings of every complete read, scanned with the
-/// approvals kept for upstreams not read (names are confusable across
-/// upstreams), in config order.
-fn scan(
-    config: &Config,
-    reads: &[(String, Result<CatalogRead, NotEstablished>)],
-    lock: &Lockfile,
-) -> std::collections::BTreeMap<String, CatalogFindings> {
-    let kept: Vec<(&str, sluice_core::discovery::UpstreamCatalog)> = lock
-        .upstreams
-        .iter()
-        .filter(|(name, _)| !reads.iter().any(|(n, _)| n == *name))
-        .map(|(name, up)| (name.as_str(), up.catalog()))
-        .collect();
-    let catalogs = config.upstreams.iter().filter_map(|u| {
-        let read = reads.iter().find_map(|(n, r)| match r {
-            Ok(CatalogRead::Complete(c)) if *n == u.name => Some(c),
-            _ => None,
-        });
-        let kept = kept.iter().find(|(n, _)| *n == u.name).map(|(_, c)| c);
-        read.or(kept).map(|c| (u.name.as_str(), c))
-    });
-    poisoning::scan(catalogs)
 }
 
 fn refuse(name: &str, reason: &NotEstablished) {
@@ -384,12 +356,4 @@ fn indent(text: &str) -> String {
         .map(|l| format!("  {l}"))
         .collect::<Vec<_>>()
         .join("\n")
-}
-
-/// Writes beside the target and renames, so a reader never sees half a
-/// lockfile.
-fn write_atomically(path: &Path, text: &str) -> anyhow::Result<()> {
-    let tmp = path.with_extension("lock.tmp");
-    std::fs::write(&tmp, text).with_context(|| format!("writing {}", tmp.display()))?;
-    std::fs::rename(&tmp, path).with_context(|| format!("replacing {}", path.display()))
 }

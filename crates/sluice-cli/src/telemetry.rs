@@ -2,16 +2,23 @@
 //! Prometheus recorder and its own listener (`[metrics]`), and the
 //! OpenTelemetry trace exporter (`[telemetry]`, with the `otel` feature).
 
+use std::sync::Arc;
+
 use anyhow::Context;
 use sluice_core::config::Config;
+use sluice_core::connection::ConnectionLimits;
+use sluice_gateway::Gateway;
+use sluice_gateway::console::Console;
 use sluice_gateway::ops::metrics;
+use tokio::net::TcpListener;
 
 /// Installs the metrics recorder when `[metrics]` is enabled, keeps its
-/// histograms drained, and serves `/metrics` on `[metrics] listen` when
-/// set (for as long as the process runs).
-pub async fn start_metrics(config: &Config) -> anyhow::Result<()> {
+/// histograms drained, and binds `[metrics] listen` when set: the listener
+/// is returned for [`serve_metrics`], which needs the gateway when the
+/// console is served there.
+pub async fn start_metrics(config: &Config) -> anyhow::Result<Option<TcpListener>> {
     if !config.metrics.enabled {
-        return Ok(());
+        return Ok(None);
     }
     metrics::install().context("installing the metrics recorder")?;
     tokio::spawn(async {
@@ -22,11 +29,21 @@ pub async fn start_metrics(config: &Config) -> anyhow::Result<()> {
         }
     });
     let Some(listen) = config.metrics.listen else {
-        return Ok(());
+        return Ok(None);
     };
-    let listener = tokio::net::TcpListener::bind(listen)
+    let listener = TcpListener::bind(listen)
         .await
         .with_context(|| format!("[metrics] listen: cannot listen on {listen}"))?;
+    Ok(Some(listener))
+}
+
+/// Serves `/metrics` (and the console, when `[console]` puts it there) on
+/// the listener [`start_metrics`] bound, for as long as the process runs.
+pub fn serve_metrics(
+    listener: TcpListener,
+    limits: ConnectionLimits,
+    console: Option<(Arc<Gateway>, Arc<Console>)>,
+) -> anyhow::Result<()> {
     let local = listener.local_addr().context("reading the bound address")?;
     if !local.ip().is_loopback() {
         tracing::warn!(
@@ -34,9 +51,10 @@ pub async fn start_metrics(config: &Config) -> anyhow::Result<()> {
         );
     }
     eprintln!("sluice metrics on http://{local}/metrics");
-    let limits = config.server.connections;
     tokio::spawn(async move {
-        if let Err(e) = sluice_gateway::downstream::http::serve_metrics(listener, limits).await {
+        if let Err(e) =
+            sluice_gateway::downstream::http::serve_metrics(listener, limits, console).await
+        {
             tracing::warn!("the metrics listener ended with an error: {e}");
         }
     });

@@ -89,6 +89,7 @@ pub mod catalog;
 pub mod client_config;
 pub mod config;
 pub mod connection;
+pub mod console;
 pub mod discovery;
 pub mod doctor;
 pub mod elicitation;

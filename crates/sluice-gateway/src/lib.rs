@@ -43,6 +43,7 @@
 pub mod auth;
 mod bridge;
 pub mod client;
+pub mod console;
 pub mod doctor;
 pub mod downstream;
 pub mod gateway;

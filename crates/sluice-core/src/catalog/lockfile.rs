@@ -336,7 +336,7 @@ impl LockedUpstream {
         }
     }
 
-    fn list_mut(&mut self, kind: ListKind) -> &mut BTreeMap<String, LockedEntry> {
+    pub(crate) fn list_mut(&mut self, kind: ListKind) -> &mut BTreeMap<String, LockedEntry> {
         match kind {
             ListKind::Tools => &mut self.tools,
             ListKind::Resources => &mut self.resources,

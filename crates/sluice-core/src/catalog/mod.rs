@@ -16,13 +16,15 @@
 //!
 //! The submodules hold what decides which entries are served: the
 //! [`definition`] of an entry and its digest, the [`lockfile`] of approved
-//! definitions, the [`drift`] between the two, and the [`redaction`] of
+//! definitions and the [`locking`] that writes them, the [`drift`] between
+//! the two, and the [`redaction`] of
 //! secrets out of definitions before any of that.
 
 pub mod definition;
 pub mod drift;
 pub mod entry;
 pub mod lockfile;
+pub mod locking;
 pub mod poisoning;
 pub mod redaction;
 pub mod view;

@@ -34,6 +34,7 @@
 //!   `[policy] sensitive_elicitation`, and each upstream's rates and
 //!   `rlimit`.
 //! - `ops`: `[metrics]` and `[telemetry]`.
+//! - `console`: `[console]`, the web console.
 //! - `sandbox`: `[sandbox]`, each stdio upstream's `sandbox` over it, and
 //!   `allow_dangerous` (what a sandbox shows is [`crate::sandbox`]'s).
 //! - `mcp_json`: the `mcp.json` import ([`Config::from_mcp_json`]).
@@ -49,6 +50,7 @@ use crate::naming;
 mod boundary;
 mod catalog;
 mod connections;
+mod console;
 mod diagnostics;
 mod mcp_json;
 mod ops;
@@ -70,6 +72,7 @@ pub use boundary::{
     RedactionConfig,
 };
 pub use catalog::{CatalogConfig, CatalogMode};
+pub use console::{ConsoleConfig, ConsoleListener, DEFAULT_ADMIN_SCOPE};
 pub use diagnostics::{Diagnostic, Source};
 pub use ops::{MetricsConfig, TelemetryConfig};
 pub use preflight::preflight;
@@ -120,6 +123,8 @@ pub struct Config {
     /// `[sandbox]`: the default of every stdio upstream (each upstream's
     /// merged setting is in its transport).
     pub sandbox: SandboxConfig,
+    /// `[console]`: the web console.
+    pub console: ConsoleConfig,
 }
 
 impl Config {
@@ -164,6 +169,7 @@ impl Config {
             telemetry: TelemetryConfig::default(),
             views: Vec::new(),
             sandbox: SandboxConfig::default(),
+            console: ConsoleConfig::default(),
         })
     }
 
@@ -209,6 +215,7 @@ fn validate(
     let telemetry = ops::validate_telemetry(&raw.telemetry, diags);
     let sensitive_elicitation = security::validate_sensitive_elicitation(&raw.policy, diags);
     let views = view::validate_views(&raw.view, diags);
+    let console = console::validate_console(&raw.console, metrics.as_ref(), diags);
     if let (Some(server), Some(auth)) = (&server, &auth) {
         server::check_exposure(server, auth, &raw.server, diags);
     }
@@ -227,6 +234,7 @@ fn validate(
         telemetry: telemetry?,
         views,
         sandbox: sandbox?,
+        console: console?,
     })
 }
 

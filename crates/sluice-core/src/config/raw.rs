@@ -40,6 +40,8 @@ pub(super) struct RawConfig {
     pub(super) view: Vec<super::view::RawView>,
     #[serde(default)]
     pub(super) sandbox: RawSandbox,
+    #[serde(default)]
+    pub(super) console: super::console::RawConsole,
 }
 
 /// `[server]`.

@@ -12,6 +12,7 @@ use sluice_core::catalog::drift::{self, Approval, Diff, OnDrift};
 use sluice_core::catalog::lockfile::{LockedUpstream, Lockfile};
 use sluice_core::catalog::{Federation, UpstreamCatalog};
 use sluice_core::config::Config;
+use sluice_core::console::CsrfKey;
 use sluice_core::envelope::Cursors;
 use sluice_core::health::{self, HealthDetail};
 use sluice_core::naming::Naming;
@@ -29,11 +30,14 @@ use crate::ops::Ops;
 use crate::ratelimit::RateLimits;
 use crate::upstream::{Report, Settings, Supervisor, Upstream};
 
+mod approve;
 mod catalogs;
 mod hub;
 mod reload;
 mod subscriptions;
 
+pub(crate) use approve::approval_words;
+pub use approve::{ApproveError, write_lockfile};
 pub use catalogs::{ReadEvent, read_catalogs};
 use hub::apply_reports;
 pub(crate) use hub::{Hub, Snapshot};
@@ -71,6 +75,10 @@ pub struct Gateway {
     supervisors: tokio::sync::Mutex<HashMap<String, JoinHandle<()>>>,
     /// How many upstreams the start waits for (see [`Gateway::settled`]).
     started_with: usize,
+    /// Seals the console's form tokens.
+    pub(crate) csrf: CsrfKey,
+    /// Held while the console approves into the lockfile.
+    approving: tokio::sync::Mutex<()>,
 }
 
 /// What a reload replaces, swapped as one: whoever reads it sees one
@@ -165,6 +173,8 @@ impl Gateway {
             reports,
             supervisors: tokio::sync::Mutex::new(HashMap::new()),
             started_with: upstreams.len(),
+            csrf: CsrfKey::derive(&cursor_secret),
+            approving: tokio::sync::Mutex::new(()),
         };
         let supervisors = upstreams
             .iter()

@@ -11,6 +11,7 @@
 
 pub mod audit;
 pub mod metrics;
+pub(crate) mod recent;
 pub(crate) mod trace;
 
 use std::sync::{Arc, Mutex, PoisonError};
@@ -19,6 +20,7 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 use serde_json::Value;
 use sluice_core::access::Principal;
 use sluice_core::audit::{AuditRecord, Decision, SizeBucket};
+use sluice_core::console::CallSample;
 use sluice_core::jsonrpc::RpcError;
 use tokio::time::Instant;
 
@@ -29,6 +31,8 @@ pub use audit::AuditSink;
 pub struct Ops {
     /// The audit log, when one is configured.
     audit: Option<Arc<dyn AuditSink>>,
+    /// The recent calls the console's metrics page shows.
+    pub(crate) recent: Arc<recent::RecentCalls>,
 }
 
 /// What the router learned about one request while handling it.
@@ -72,7 +76,10 @@ impl Trail {
 impl Ops {
     /// Observations go to the metrics and, when given, to `audit`.
     pub fn new(audit: Option<Arc<dyn AuditSink>>) -> Ops {
-        Ops { audit }
+        Ops {
+            audit,
+            recent: Arc::default(),
+        }
     }
 
     /// Whether answers must be measured (their size bucket goes into the
@@ -140,11 +147,17 @@ impl Ops {
             elapsed,
             facts.upstream_time,
         );
-        let Some(audit) = &self.audit else { return };
         let time_ms = started
             .1
             .duration_since(UNIX_EPOCH)
             .map_or(0, |d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX));
+        self.recent.push(CallSample {
+            at_ms: u64::try_from(time_ms).unwrap_or_default(),
+            upstream: facts.upstream.clone(),
+            duration_us: u64::try_from(elapsed.as_micros()).unwrap_or(u64::MAX),
+            ok: decision == Decision::Ok,
+        });
+        let Some(audit) = &self.audit else { return };
         audit.record(AuditRecord {
             time_ms,
             principal: principal.key(),

@@ -1,6 +1,6 @@
-//! The layer in front of `/mcp` (and `/metrics`): the core's header rules
-//! over the request's `HeaderMap`, then `[auth]`, all before the body is
-//! read.
+//! The layer in front of `/mcp` (and `/metrics`, and the console's
+//! `/ui/`): the core's header rules over the request's `HeaderMap`, then
+//! `[auth]`, all before the body is read.
 
 use std::sync::Arc;
 
@@ -69,20 +69,52 @@ async fn admit(
     headers: &HeaderMap,
 ) -> Result<Arc<Principal>, Denied> {
     check_transport(state, target, headers)?;
+    let principal = authenticate(state, headers).await?;
+    if method == Method::POST {
+        admission::check_content_type(&HeaderView(headers))?;
+    }
+    Ok(principal)
+}
+
+/// Who is calling (`[auth]`), from the request's one credential.
+async fn authenticate(state: &HttpState, headers: &HeaderMap) -> Result<Arc<Principal>, Denied> {
     let view = HeaderView(headers);
     let authorization = admission::credential(&view)?;
-    let principal = match state.gateway.auth().authenticate(authorization).await {
-        Ok(principal) => principal,
+    match state.gateway.auth().authenticate(authorization).await {
+        Ok(principal) => Ok(Arc::new(principal)),
         Err(refusal) => {
             let denied = unauthenticated(refusal);
             tracing::info!("refused an HTTP request: {denied}");
-            return Err(denied);
+            Err(denied)
         }
-    };
-    if method == Method::POST {
-        admission::check_content_type(&view)?;
     }
-    Ok(Arc::new(principal))
+}
+
+/// The layer in front of `/ui/`: the console's transport rules (its own
+/// origin is admitted, for its forms), then `[auth]`, with the principal
+/// in the request's extensions.
+pub(super) async fn console_admission(
+    State(state): State<Arc<HttpState>>,
+    mut request: Request,
+    next: Next,
+) -> Response {
+    let checked = sluice_core::console::check_transport(
+        &HeaderView(request.headers()),
+        request.uri().authority().map(Authority::as_str),
+        state.loopback,
+        &state.gateway.live().config.server.allowed_origins,
+    );
+    let admitted = match checked {
+        Ok(()) => authenticate(&state, request.headers()).await,
+        Err(denied) => Err(denied),
+    };
+    match admitted {
+        Ok(principal) => {
+            request.extensions_mut().insert(principal);
+            next.run(request).await
+        }
+        Err(denied) => state.refuse_early(denied),
+    }
 }
 
 /// How much of `/health` this caller sees: the upstreams only to one whose

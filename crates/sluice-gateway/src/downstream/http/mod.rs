@@ -41,8 +41,11 @@
 //!   `DELETE` of `/mcp`.
 //! - `encode`: JSON and SSE answers, and the one place a
 //!   [`Denied`] becomes an HTTP response.
+//! - `console`: the web console's routes under `/ui/` (pages from
+//!   [`crate::console`]).
 
 mod admission;
+mod console;
 mod dispatch;
 mod encode;
 mod listener;
@@ -57,11 +60,12 @@ use axum::middleware;
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 use serde_json::Value;
-use sluice_core::config::MCP_PATH;
+use sluice_core::config::{ConsoleListener, MCP_PATH};
 use sluice_core::policy::Denied;
 use sluice_core::protocol::Era;
 use tokio::net::TcpListener;
 
+use crate::console::{Console, served_on};
 use crate::gateway::Gateway;
 use sessions::Sessions;
 
@@ -77,15 +81,24 @@ struct HttpState {
     sessions: Sessions,
     /// Bound to a loopback address: only local `Host` names are accepted.
     loopback: bool,
+    /// The web console, when this listener serves it.
+    console: Option<Arc<Console>>,
 }
 
-/// Serves MCP at `http://<listener>/mcp` and `/health` until shutdown.
-pub async fn serve(gateway: Arc<Gateway>, listener: TcpListener) -> std::io::Result<()> {
+/// Serves MCP at `http://<listener>/mcp` and `/health` until shutdown,
+/// and the web console under `/ui/` when `[console]` puts it here.
+pub async fn serve(
+    gateway: Arc<Gateway>,
+    listener: TcpListener,
+    console: Option<Arc<Console>>,
+) -> std::io::Result<()> {
     let local = listener.local_addr()?;
+    let console = console.filter(|_| served_on(&gateway) == Some(ConsoleListener::Main));
     let state = Arc::new(HttpState {
         gateway: Arc::clone(&gateway),
         sessions: Sessions::default(),
         loopback: local.ip().is_loopback(),
+        console,
     });
     let expiring = Arc::clone(&state);
     tokio::spawn(async move {
@@ -124,6 +137,9 @@ pub async fn serve(gateway: Arc<Gateway>, listener: TcpListener) -> std::io::Res
             )),
         );
     }
+    if state.console.is_some() {
+        app = app.merge(console::routes(&state));
+    }
     let app = app.with_state(Arc::clone(&state));
     let shutdown_state = Arc::clone(&state);
     let limits = gateway.live().config.server.connections;
@@ -161,13 +177,31 @@ async fn health(State(state): State<Arc<HttpState>>, uri: Uri, headers: HeaderMa
     encode::json_response(StatusCode::OK, &state.gateway.health(detail), None)
 }
 
-/// Serves only `GET /metrics`, without auth, on a listener of its own
-/// (`[metrics] listen`), under the same connection bounds as `/mcp`.
+/// Serves `GET /metrics`, without auth, on a listener of its own
+/// (`[metrics] listen`), under the same connection bounds as `/mcp`; and
+/// the web console under `/ui/` (behind its admission, `[auth]`
+/// included) when `[console] listener = "metrics"`.
 pub async fn serve_metrics(
     listener: TcpListener,
     limits: sluice_core::connection::ConnectionLimits,
+    console: Option<(Arc<Gateway>, Arc<Console>)>,
 ) -> std::io::Result<()> {
-    let app = Router::new().route(METRICS_PATH, get(render_metrics));
+    let console =
+        console.filter(|(gateway, _)| served_on(gateway) == Some(ConsoleListener::Metrics));
+    let Some((gateway, console)) = console else {
+        let app = Router::new().route(METRICS_PATH, get(render_metrics));
+        return listener::serve(listener, app, limits, std::future::pending()).await;
+    };
+    let state = Arc::new(HttpState {
+        loopback: listener.local_addr()?.ip().is_loopback(),
+        gateway,
+        sessions: Sessions::default(),
+        console: Some(console),
+    });
+    let app = Router::new()
+        .route(METRICS_PATH, get(render_metrics))
+        .merge(console::routes(&state))
+        .with_state(Arc::clone(&state));
     listener::serve(listener, app, limits, std::future::pending()).await
 }
 

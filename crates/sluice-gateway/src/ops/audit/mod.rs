@@ -76,6 +76,8 @@ pub enum StoreError {
 
 /// The running audit log: the queue and its writer task.
 pub struct AuditLog {
+    /// The store the writer writes to, for readers (the console).
+    store: AuditStore,
     queue: mpsc::Sender<AuditRecord>,
     closing: CancellationToken,
     writer: Mutex<Option<JoinHandle<()>>>,
@@ -92,12 +94,18 @@ impl AuditLog {
     fn spawn(store: AuditStore, retention: Duration, capacity: usize) -> AuditLog {
         let (queue, rows) = mpsc::channel(capacity);
         let closing = CancellationToken::new();
-        let writer = tokio::spawn(write_rows(store, rows, closing.clone(), retention));
+        let writer = tokio::spawn(write_rows(store.clone(), rows, closing.clone(), retention));
         AuditLog {
+            store,
             queue,
             closing,
             writer: Mutex::new(Some(writer)),
         }
+    }
+
+    /// The store rows are written to, to read them back.
+    pub fn store(&self) -> &AuditStore {
+        &self.store
     }
 
     /// Writes every row queued so far, then stops the writer and closes

@@ -24,7 +24,8 @@ const PG_CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
 const COLUMNS: &str =
     "time_ms, principal, view, method, upstream, target, decision, code, duration_us, size";
 
-/// An open audit database.
+/// An open audit database (a clone shares its pool).
+#[derive(Clone)]
 pub enum AuditStore {
     /// The embedded default.
     Sqlite(Store<Sqlite>),
@@ -35,6 +36,14 @@ pub enum AuditStore {
 /// One database's pool; the queries are the same for both.
 pub struct Store<DB: Database> {
     pool: Pool<DB>,
+}
+
+impl<DB: Database> Clone for Store<DB> {
+    fn clone(&self) -> Self {
+        Store {
+            pool: self.pool.clone(),
+        }
+    }
 }
 
 impl AuditStore {
