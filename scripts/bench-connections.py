@@ -25,32 +25,18 @@ import os
 import resource
 import selectors
 import socket
-import subprocess
 import sys
 import tempfile
 import time
+
+from sluice_serve import serve
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
 def start(sluice, fixture, workdir):
-    config = os.path.join(workdir, "sluice.toml")
-    with open(config, "w") as f:
-        f.write(f'[[upstream]]\nname = "fx"\ncommand = "{fixture}"\ntrusted = true\n')
-    child = subprocess.Popen(
-        [sluice, "serve", "--listen", "127.0.0.1:0", "--config", config],
-        stdin=subprocess.DEVNULL,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.PIPE,
-        text=True,
-        env={**os.environ, "SLUICE_LOG": "warn"},
-    )
-    for line in child.stderr:
-        if "http://" in line and "/mcp" in line:
-            url = line[line.index("http://") :].split()[0]
-            host, port = url.removeprefix("http://").split("/")[0].rsplit(":", 1)
-            return child, (host, int(port))
-    raise SystemExit("sluice did not say where it listens")
+    config = f'[[upstream]]\nname = "fx"\ncommand = "{fixture}"\ntrusted = true\n'
+    return serve(sluice, config, workdir)
 
 
 def connect(addr, source="127.0.0.1"):

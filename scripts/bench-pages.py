@@ -15,9 +15,10 @@ import http.client
 import json
 import os
 import statistics
-import subprocess
 import tempfile
 import time
+
+from sluice_serve import serve
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 TICK = os.sysconf("SC_CLK_TCK")
@@ -30,26 +31,14 @@ def cpu_seconds(pid):
 
 
 def start(sluice, fixture, tools, workdir):
-    config = os.path.join(workdir, "sluice.toml")
-    with open(config, "w") as f:
-        f.write(
-            "[catalog]\nlist_page_size = 500\nlist_page_bytes = 16777216\n"
-            f'[[upstream]]\nname = "fx"\ncommand = "{fixture}"\n'
-            f'args = ["--tools", "{tools}", "--page-size", "1000"]\n'
-        )
-    child = subprocess.Popen(
-        [sluice, "serve", "--listen", "127.0.0.1:0", "--config", config],
-        stdin=subprocess.DEVNULL,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.PIPE,
-        text=True,
-        env={**os.environ, "SLUICE_LOG": "warn"},
+    child, (host, port) = serve(
+        sluice,
+        "[catalog]\nlist_page_size = 500\nlist_page_bytes = 16777216\n"
+        f'[[upstream]]\nname = "fx"\ncommand = "{fixture}"\n'
+        f'args = ["--tools", "{tools}", "--page-size", "1000"]\n',
+        workdir,
     )
-    for line in child.stderr:
-        if "http://" in line and "/mcp" in line:
-            host, port = line[line.index("http://") :].split()[0][7:].split("/")[0].rsplit(":", 1)
-            return child, host, int(port)
-    raise SystemExit("sluice did not say where it listens")
+    return child, host, port
 
 
 def walk(conn, rid):
