@@ -113,6 +113,22 @@ def cells(driver: Any, css: str) -> list[list[str]]:
     return [[c.text for c in r.find_elements(By.CSS_SELECTOR, "th, td")] for r in rows]
 
 
+def click_through(driver: Any, element: Any, submit: bool = False) -> None:
+    """Clicks a link or a form's button (or submits the form an input is in) and waits for the
+    page it leads to: until the element is gone with its page, and the new page is loaded
+    (reading the old page's elements meanwhile is a race)."""
+    from selenium.webdriver.support import expected_conditions as EC
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    if submit:
+        element.submit()
+    else:
+        element.click()
+    wait = WebDriverWait(driver, H.OP_TIMEOUT)
+    wait.until(EC.staleness_of(element))
+    wait.until(lambda d: d.execute_script("return document.readyState") == "complete")
+
+
 def text_of(driver: Any, css: str) -> str:
     from selenium.webdriver.common.by import By
 
@@ -206,9 +222,9 @@ def test_every_page_and_an_approval_through_the_browser(tmp_path: Path, browser:
 
     search = browser.find_element(By.NAME, "q")
     search.send_keys("convert")
-    search.submit()
+    click_through(browser, search, submit=True)
     assert [r[2] for r in cells(browser, "main table tbody tr")] == ["time__convert_time"]
-    browser.find_element(By.LINK_TEXT, "time__convert_time").click()
+    click_through(browser, browser.find_element(By.LINK_TEXT, "time__convert_time"))
     assert SERVED_TZ in text_of(browser, "main pre")
 
     # Drift: both time tools, approved beside current, the schema marked as changed.
@@ -222,7 +238,7 @@ def test_every_page_and_an_approval_through_the_browser(tmp_path: Path, browser:
     # Approve one entry through its form.
     section = next(s for s in browser.find_elements(By.CSS_SELECTOR, "section.entry")
                    if "get_current_time" in s.find_element(By.CSS_SELECTOR, "h2").text)
-    section.find_element(By.CSS_SELECTOR, "button[type=submit]").click()
+    click_through(browser, section.find_element(By.CSS_SELECTOR, "button[type=submit]"))
     assert "Approved into" in text_of(browser, "p.notice[role=status]")
     browser.save_screenshot(str(ARTIFACTS / "drift-approved.png"))
     lock = json.loads(lockfile.read_text())
@@ -235,7 +251,7 @@ def test_every_page_and_an_approval_through_the_browser(tmp_path: Path, browser:
     assert SERVED_TZ in tz_of(tools["time__get_current_time"])
 
     # Approve the rest of the upstream.
-    browser.find_element(By.XPATH, "//button[text()='Approve all of time']").click()
+    click_through(browser, browser.find_element(By.XPATH, "//button[text()='Approve all of time']"))
     assert "locked time" in text_of(browser, "p.notice[role=status]")
     assert text_of(browser, "#count") == "0 drifted entries in 0 upstreams."
     lock = json.loads(lockfile.read_text())
