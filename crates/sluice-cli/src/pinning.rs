@@ -20,6 +20,7 @@ use sluice_core::catalog::poisoning;
 use sluice_core::config::Config;
 use sluice_core::discovery::{CatalogRead, ListKind};
 use sluice_gateway::gateway::write_lockfile;
+use sluice_gateway::vault::Vault;
 
 use crate::progress::ReadProgress;
 use crate::{EXIT_CONFIG, EXIT_DRIFT, EXIT_FINDINGS, EXIT_NOT_ESTABLISHED, EXIT_USAGE};
@@ -88,6 +89,7 @@ pub struct LockOptions<'a> {
 /// `sluice lock [--upstream NAME]... [--accept-findings]`.
 pub async fn lock(
     config: &Config,
+    vault: Option<Vault>,
     path: &Path,
     options: LockOptions<'_>,
 ) -> anyhow::Result<ExitCode> {
@@ -117,9 +119,10 @@ pub async fn lock(
         configured.clone()
     };
     let mut progress = ReadProgress::start(&names);
-    let reads =
-        sluice_gateway::gateway::read_catalogs(config, &names, &mut |event| progress.heard(event))
-            .await;
+    let reads = sluice_gateway::gateway::read_catalogs(config, vault, &names, &mut |event| {
+        progress.heard(event)
+    })
+    .await;
     progress.finish();
     let scope = if partial {
         LockScope::Upstreams
@@ -195,7 +198,12 @@ fn refuse(name: &str, reason: &NotEstablished) {
 }
 
 /// `sluice check [--json]`.
-pub async fn check(config: &Config, path: &Path, as_json: bool) -> anyhow::Result<ExitCode> {
+pub async fn check(
+    config: &Config,
+    vault: Option<Vault>,
+    path: &Path,
+    as_json: bool,
+) -> anyhow::Result<ExitCode> {
     let lock = match read_lockfile(path) {
         Ok(Some(lock)) => lock,
         Ok(None) => {
@@ -220,9 +228,10 @@ pub async fn check(config: &Config, path: &Path, as_json: bool) -> anyhow::Resul
     }
     let names: Vec<String> = config.upstreams.iter().map(|u| u.name.clone()).collect();
     let mut progress = ReadProgress::start(&names);
-    let reads =
-        sluice_gateway::gateway::read_catalogs(config, &names, &mut |event| progress.heard(event))
-            .await;
+    let reads = sluice_gateway::gateway::read_catalogs(config, vault, &names, &mut |event| {
+        progress.heard(event)
+    })
+    .await;
     progress.finish();
     let unlocked = LockedUpstream::default();
     let mut report: Vec<(String, Verdict, Option<[usize; 4]>)> = Vec::new();

@@ -1,45 +1,98 @@
 //! What sluice keeps across restarts, in `[state] dir` (default `.sluice/`
 //! beside the config): the key that seals list cursors, so that a client
-//! paging through a list can go on after sluice restarts, and the SQLite
-//! audit log.
+//! paging through a list can go on after sluice restarts, the SQLite
+//! audit log, and the vault of OAuth logins with its key.
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
-use sluice_core::config::Config;
+use sluice_core::config::{Config, StateStore, UpstreamTransport};
 use sluice_core::seal;
+use sluice_gateway::vault::{Vault, VaultKeys};
 
 const CURSOR_KEY_FILE: &str = "cursor.key";
+const VAULT_KEY_FILE: &str = "vault.key";
 
 /// The cursor secret: from `[state] cursor_secret` when set (replicas
 /// share it), else the key file in the state directory, made with a random
 /// key at first start (mode 0600).
 pub fn cursor_secret(config_path: &Path, config: &Config) -> Result<[u8; 32], String> {
-    if let Some(passphrase) = &config.state.cursor_secret {
-        return Ok(seal::secret_from_passphrase(passphrase));
+    match &config.state.cursor_secret {
+        Some(passphrase) => Ok(seal::secret_from_passphrase(passphrase)),
+        None => key_file(&dir(config_path, config), CURSOR_KEY_FILE, "cursor key"),
     }
-    let dir = dir(config_path, config);
-    let path = dir.join(CURSOR_KEY_FILE);
+}
+
+/// The vault key: from `[state] vault_key` when set (replicas share it),
+/// else `vault.key` in the state directory, made at first use. With
+/// `vault_previous_key`, the key before a rotation too.
+pub fn vault_keys(config_path: &Path, config: &Config) -> Result<VaultKeys, String> {
+    let previous = config
+        .state
+        .vault_previous_key
+        .as_deref()
+        .map(seal::secret_from_passphrase);
+    let current = match &config.state.vault_key {
+        Some(passphrase) => seal::secret_from_passphrase(passphrase),
+        None => key_file(&dir(config_path, config), VAULT_KEY_FILE, "vault key")?,
+    };
+    Ok(VaultKeys::new(current, previous))
+}
+
+/// The 32-byte key kept in `dir/name`, made with a random key (mode 0600)
+/// when missing.
+fn key_file(dir: &Path, name: &str, what: &str) -> Result<[u8; 32], String> {
+    let path = dir.join(name);
     match std::fs::read_to_string(&path) {
         Ok(text) => seal::secret_from_text(&text).ok_or_else(|| {
             format!(
-                "{}: not a cursor key (43 base64url characters); delete it to make a new one",
+                "{}: not a {what} (43 base64url characters); delete it to make a new one",
                 path.display()
             )
         }),
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
             let secret: [u8; 32] = rand::random();
-            write_private(&dir, &path, &seal::secret_to_text(&secret))
-                .map_err(|e| format!("{}: cannot write the cursor key: {e}", path.display()))?;
-            tracing::info!("made a new cursor key in {}", path.display());
+            write_private(dir, &path, &seal::secret_to_text(&secret))
+                .map_err(|e| format!("{}: cannot write the {what}: {e}", path.display()))?;
+            tracing::info!("made a new {what} in {}", path.display());
             Ok(secret)
         }
-        Err(e) => Err(format!(
-            "{}: cannot read the cursor key: {e}",
-            path.display()
-        )),
+        Err(e) => Err(format!("{}: cannot read the {what}: {e}", path.display())),
     }
 }
+
+/// The vault of OAuth logins: `vault.db` in the state directory, or the
+/// PostgreSQL database of `[state] url`.
+pub async fn open_vault(config_path: &Path, config: &Config) -> Result<Vault, String> {
+    let keys = vault_keys(config_path, config)?;
+    match &config.state.store {
+        StateStore::Sqlite => {
+            let dir = dir(config_path, config);
+            let path = dir.join(VAULT_FILE);
+            create_private_file(&dir, &path)
+                .map_err(|e| format!("{}: cannot create the vault: {e}", path.display()))?;
+            Vault::open_sqlite(&path, keys).await
+        }
+        StateStore::Postgres { url } => Vault::open_postgres(url, keys).await,
+    }
+    .map_err(|e| e.to_string())
+}
+
+/// The vault, when an upstream of `config` logs in with OAuth.
+pub async fn vault_if_needed(config_path: &Path, config: &Config) -> Result<Option<Vault>, String> {
+    let needed = config
+        .upstreams
+        .iter()
+        .any(|u| matches!(&u.transport, UpstreamTransport::Http { oauth: Some(_), .. }));
+    if needed {
+        open_vault(config_path, config).await.map(Some)
+    } else {
+        Ok(None)
+    }
+}
+
+/// The SQLite file of the vault, in the state directory.
+const VAULT_FILE: &str = "vault.db";
 
 /// `[state] dir`, relative to the config file's directory.
 pub fn dir(config_path: &Path, config: &Config) -> PathBuf {

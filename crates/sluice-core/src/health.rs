@@ -359,6 +359,7 @@ mod tests {
             url: "https://h".into(),
             headers: Default::default(),
             allow_private: false,
+            oauth: None,
         };
         assert_eq!(word(UpstreamStatus::new(&http)).get("sandbox"), None);
     }

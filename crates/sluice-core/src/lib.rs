@@ -55,6 +55,8 @@
 //! - [`seal`]: HMAC-sealed tokens (request states, list cursors).
 //! - [`tasks`]: task ids sealed per upstream and principal, where they sit
 //!   in answers, and what of tasks crosses between eras.
+//! - [`upstream_auth`]: logging in to OAuth-protected upstreams: reading
+//!   their challenges, refresh and step-up decisions, the login record.
 //! - [`versions`]: what exists in which protocol version, and what a
 //!   client's version must not be shown.
 //! - [`session_token`]: the sealed legacy session id that carries its
@@ -109,4 +111,5 @@ pub mod seal;
 pub mod session_token;
 pub mod tasks;
 pub mod trace_context;
+pub mod upstream_auth;
 pub mod versions;

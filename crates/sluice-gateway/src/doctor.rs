@@ -457,6 +457,7 @@ fn settings(options: &Options) -> Settings {
             &config,
             client_info,
             std::sync::Arc::new(credentials_redactor(options)),
+            None,
         ),
         Err(_) => unreachable!("an empty configuration is valid"),
     };
@@ -482,6 +483,7 @@ fn upstream_config(target: &Target, headers: &[(String, String)]) -> UpstreamCon
             url: url.clone(),
             headers: headers.iter().cloned().collect(),
             allow_private: true,
+            oauth: None,
         },
     };
     UpstreamConfig {

@@ -53,7 +53,10 @@ mod pending;
 mod ratelimit;
 mod router;
 mod upstream;
+pub mod vault;
 
 pub use gateway::Gateway;
 pub use router::Reply;
 pub use sluice_core::health::UpstreamStatus;
+/// `sluice login`: the OAuth login to an upstream.
+pub use upstream::oauth::login;

@@ -177,6 +177,7 @@ fn transport(
                 url: url.to_owned(),
                 headers: headers?,
                 allow_private: allow_private?.unwrap_or(false),
+                oauth: None,
             })
         }
         (Some(_), Some(_)) => {

@@ -64,6 +64,7 @@ mod server_json;
 mod state;
 mod structure;
 mod upstream;
+mod upstream_oauth;
 mod values;
 mod view;
 
@@ -86,6 +87,7 @@ pub use server::{DEFAULT_LISTEN, DEFAULT_SEPARATOR, MCP_PATH, ServerConfig, expo
 pub use server_json::{ImportedUpstream, Prefer, import_server_json};
 pub use state::{AUDIT_RETENTION_RANGE, DEFAULT_AUDIT_RETENTION, StateConfig, StateStore};
 pub use upstream::{UpstreamConfig, UpstreamTransport};
+pub use upstream_oauth::UpstreamOAuth;
 pub use values::{expand_env, parse_duration};
 
 use diagnostics::Diagnostics;

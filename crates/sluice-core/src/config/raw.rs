@@ -83,6 +83,19 @@ pub(super) struct RawUpstream {
     pub(super) rlimit: Option<RawRlimit>,
     pub(super) sandbox: Option<RawSandbox>,
     pub(super) allow_dangerous: Option<bool>,
+    pub(super) auth: Option<Spanned<String>>,
+    pub(super) oauth: Option<Spanned<RawOAuth>>,
+}
+
+/// `oauth` of one `[[upstream]]` (with `auth = "oauth"`).
+#[derive(Debug, Deserialize, Default)]
+#[serde(deny_unknown_fields)]
+pub(super) struct RawOAuth {
+    pub(super) client_id: Option<Spanned<String>>,
+    pub(super) client_secret: Option<Spanned<String>>,
+    pub(super) scopes: Option<Vec<Spanned<String>>>,
+    pub(super) client_metadata_url: Option<Spanned<String>>,
+    pub(super) redirect_port: Option<Spanned<i64>>,
 }
 
 /// `rlimit` of one `[[upstream]]`.
@@ -161,6 +174,8 @@ pub(super) struct RawProject {
 pub(super) struct RawState {
     pub(super) dir: Option<Spanned<String>>,
     pub(super) cursor_secret: Option<Spanned<String>>,
+    pub(super) vault_key: Option<Spanned<String>>,
+    pub(super) vault_previous_key: Option<Spanned<String>>,
     pub(super) url: Option<Spanned<String>>,
     pub(super) audit: Option<bool>,
     pub(super) audit_retention: Option<Spanned<String>>,

@@ -18,6 +18,13 @@ pub struct StateConfig {
     /// `cursor_secret`: seals list cursors (at least 32 characters); when
     /// absent, a random key is made at first start and kept in `dir`.
     pub cursor_secret: Option<String>,
+    /// `vault_key`: encrypts the OAuth logins kept in the store (at least
+    /// 32 characters); when absent, a random key is made at the first login
+    /// and kept in `dir`.
+    pub vault_key: Option<String>,
+    /// `vault_previous_key`: the key before a rotation; logins sealed with
+    /// it still open, and are sealed again with `vault_key` when written.
+    pub vault_previous_key: Option<String>,
     /// `url`: where the audit log is kept.
     pub store: StateStore,
     /// `audit`: whether every decision is written to the audit log
@@ -53,6 +60,8 @@ impl Default for StateConfig {
         StateConfig {
             dir: PathBuf::from(".sluice"),
             cursor_secret: None,
+            vault_key: None,
+            vault_previous_key: None,
             store: StateStore::Sqlite,
             audit: true,
             audit_retention: DEFAULT_AUDIT_RETENTION,
@@ -68,6 +77,11 @@ impl fmt::Debug for StateConfig {
             .field(
                 "cursor_secret",
                 &self.cursor_secret.as_ref().map(|_| "(set)"),
+            )
+            .field("vault_key", &self.vault_key.as_ref().map(|_| "(set)"))
+            .field(
+                "vault_previous_key",
+                &self.vault_previous_key.as_ref().map(|_| "(set)"),
             )
             .field("store", &self.store)
             .field("audit", &self.audit)
@@ -105,8 +119,20 @@ pub(super) fn validate_state(
             out.dir = PathBuf::from(dir.get_ref());
         }
     }
-    if let Some(secret) = &raw.cursor_secret {
-        out.cursor_secret = validate_cursor_secret(secret, env, diags);
+    let secret = |field: &Option<Spanned<String>>, key: &str, diags: &mut Diagnostics<'_>| {
+        field
+            .as_ref()
+            .and_then(|s| validate_secret(s, key, env, diags))
+    };
+    out.cursor_secret = secret(&raw.cursor_secret, "state.cursor_secret", diags);
+    out.vault_key = secret(&raw.vault_key, "state.vault_key", diags);
+    out.vault_previous_key = secret(&raw.vault_previous_key, "state.vault_previous_key", diags);
+    if let (Some(previous), None) = (&raw.vault_previous_key, &raw.vault_key) {
+        diags.push(
+            Some(previous.span()),
+            "state.vault_previous_key",
+            "needs `vault_key`: it is the key before the one a rotation set".into(),
+        );
     }
     if let Some(url) = &raw.url
         && let Some(store) = validate_store_url(url, env, diags)
@@ -125,24 +151,21 @@ pub(super) fn validate_state(
     out
 }
 
-/// `cursor_secret`: long enough that cursors cannot be forged.
-fn validate_cursor_secret(
+/// `cursor_secret`, `vault_key`: long enough that what they seal cannot be
+/// forged or read.
+fn validate_secret(
     secret: &Spanned<String>,
+    key: &str,
     env: &dyn Fn(&str) -> Option<String>,
     diags: &mut Diagnostics<'_>,
 ) -> Option<String> {
-    let value = diags.expand(
-        Some(secret.span()),
-        "state.cursor_secret",
-        secret.get_ref(),
-        env,
-    )?;
+    let value = diags.expand(Some(secret.span()), key, secret.get_ref(), env)?;
     if value.len() >= 32 {
         return Some(value);
     }
     diags.push(
         Some(secret.span()),
-        "state.cursor_secret",
+        key,
         format!(
             "is {} characters long: must be at least 32 (e.g. 64 hex digits from a random source)",
             value.len()

@@ -375,7 +375,7 @@ mode = \"eager\"
                 "sluice.toml:8:11: upstream[0].trusted: expected a boolean (true or false), found string \"yes\"",
                 "sluice.toml:13:14: upstream[1].args[1]: expected a string, found integer 1",
                 "sluice.toml:14:17: upstream[1].env.TOKEN: expected a string, found integer 5",
-                "sluice.toml:15:1: upstream[1].Prefix: unknown key; did you mean `prefix`? (allowed: name, command, args, env, cwd, url, headers, trusted, read_only_tools, mcp_read_response_max_bytes, tool_read_budget, prefix, allow_private, rate_limit, tool_rate_limit, rlimit, sandbox, allow_dangerous)",
+                "sluice.toml:15:1: upstream[1].Prefix: unknown key; did you mean `prefix`? (allowed: name, command, args, env, cwd, url, headers, trusted, read_only_tools, mcp_read_response_max_bytes, tool_read_budget, prefix, allow_private, rate_limit, tool_rate_limit, rlimit, sandbox, allow_dangerous, auth, oauth)",
                 "sluice.toml:17:2: catalg: unknown key; did you mean `catalog`? (allowed: server, upstream, catalog, limits, redaction, policy, state, auth, ratelimit, metrics, telemetry, view, sandbox, console)",
             ]
         );

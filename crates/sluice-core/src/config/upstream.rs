@@ -13,6 +13,7 @@ use super::diagnostics::Diagnostics;
 use super::raw::RawUpstream;
 use super::sandbox::{SandboxConfig, check_dangerous, upstream_sandboxing};
 use super::security::{Rate, Rlimits, rate, validate_rlimit};
+use super::upstream_oauth::{UpstreamOAuth, validate_oauth};
 use crate::boundary::budget::{DEFAULT_READ_BUDGET, MAX_READ_BUDGET, MIN_READ_BUDGET};
 use crate::naming;
 use crate::sandbox::Sandboxing;
@@ -71,8 +72,11 @@ pub enum UpstreamTransport {
         /// `headers`, with `${VAR}` expanded.
         headers: BTreeMap<String, String>,
         /// `allow_private`: the URL may resolve to a loopback, private or
-        /// link-local address (S-10 refuses those by default).
+        /// link-local address (S-10 refuses those by default). It holds for
+        /// the upstream's OAuth URLs too.
         allow_private: bool,
+        /// `auth = "oauth"`: how sluice logs in to it.
+        oauth: Option<UpstreamOAuth>,
     },
 }
 
@@ -116,11 +120,13 @@ impl fmt::Debug for UpstreamTransport {
                 url,
                 headers,
                 allow_private,
+                oauth,
             } => f
                 .debug_struct("Http")
                 .field("url", url)
                 .field("headers", &headers.keys().collect::<Vec<_>>())
                 .field("allow_private", allow_private)
+                .field("oauth", oauth)
                 .finish(),
         }
     }
@@ -233,13 +239,19 @@ fn stdio_transport(
         );
         ok = false;
     }
-    if raw.allow_private.is_some() {
-        diags.push(
-            Some(raw.name.span()),
-            &format!("{key}.allow_private"),
-            "only an upstream with `url` takes allow_private".into(),
-        );
-        ok = false;
+    for (field, set) in [
+        ("allow_private", raw.allow_private.is_some()),
+        ("auth", raw.auth.is_some()),
+        ("oauth", raw.oauth.is_some()),
+    ] {
+        if set {
+            diags.push(
+                Some(raw.name.span()),
+                &format!("{key}.{field}"),
+                format!("only an upstream with `url` takes {field}"),
+            );
+            ok = false;
+        }
     }
     let rlimit = match &raw.rlimit {
         None => Some(Rlimits::default()),
@@ -296,10 +308,12 @@ fn http_transport(
         );
         ok = false;
     }
+    let oauth = validate_oauth(key, raw, env, diags);
     let transport = UpstreamTransport::Http {
         url: url.get_ref().clone(),
         headers: headers?,
         allow_private: raw.allow_private.unwrap_or(false),
+        oauth: oauth?,
     };
     ok.then_some(transport)
 }

@@ -20,6 +20,8 @@
 //! | `-32010` | the entry is withheld: it drifted from `sluice.lock` (`on_drift = "block"`) |
 //! | `-32011` | over the caller's rate limit (`data.retryAfterMs`)             |
 //! | `-32012` | the caller lacks a scope the call needs (`data.requiredScopes`) |
+//! | `-32013` | an OAuth upstream needs a (new) login (`data.login`: the command; `data.scopes`) |
+//! | `-32014` | an OAuth upstream still refuses after a login granted what it asked: sluice stopped asking |
 //!
 //! Errors the upstream itself returns pass through unchanged
 //! ([`UpstreamFailure::Rpc`]), apart from the era translation of `-32002`
@@ -37,6 +39,7 @@ use crate::jsonrpc::{self, RpcError};
 use crate::method::ListKind;
 use crate::outbound::browser::BrowserUrlError;
 use crate::protocol::{self, Era};
+use crate::upstream_auth;
 
 /// The upstream is not available.
 pub const UPSTREAM_UNAVAILABLE: i64 = -32001;
@@ -54,6 +57,10 @@ pub const DRIFT_BLOCKED: i64 = -32010;
 pub const RATE_LIMITED: i64 = -32011;
 /// A call whose principal lacks a scope it needs (S-20).
 pub const INSUFFICIENT_SCOPE: i64 = -32012;
+/// An OAuth upstream needs a login sluice does not hold, or a new one.
+pub const UPSTREAM_LOGIN_REQUIRED: i64 = -32013;
+/// An OAuth upstream refuses what a login grants; sluice stopped asking.
+pub const UPSTREAM_LOGIN_REFUSED: i64 = -32014;
 
 /// HTTP statuses a refusal can carry.
 pub mod status {
@@ -136,9 +143,40 @@ pub enum UpstreamFailure {
         /// The upstream's name.
         upstream: String,
     },
+    /// The upstream needs an OAuth login sluice does not hold (none yet,
+    /// expired past refresh, or a step-up to more scopes).
+    #[error(
+        "upstream {upstream:?} needs a login{}: run `{}`",
+        scope_words(scopes),
+        upstream_auth::login_command(upstream)
+    )]
+    LoginRequired {
+        /// The upstream's name.
+        upstream: String,
+        /// The scopes the login must ask for (empty: the upstream decides).
+        scopes: Vec<String>,
+    },
+    /// The upstream refused the token of a login that granted what it
+    /// asked: asking for another login would loop, so sluice stopped.
+    #[error("upstream {upstream:?} still refuses after a login for scope {:?}; sluice stopped asking (check what the account may do, then run `{}` by hand)", scopes.join(" "), upstream_auth::login_command(upstream))]
+    LoginRefused {
+        /// The upstream's name.
+        upstream: String,
+        /// What it asked for.
+        scopes: Vec<String>,
+    },
     /// The upstream answered with a JSON-RPC error.
     #[error("upstream error: {0}")]
     Rpc(RpcError),
+}
+
+/// " for scope \"a b\"", or nothing.
+fn scope_words(scopes: &[String]) -> String {
+    if scopes.is_empty() {
+        String::new()
+    } else {
+        format!(" for scope {:?}", scopes.join(" "))
+    }
 }
 
 /// sluice's refusal of a request, or the failure of the upstream it went
@@ -372,6 +410,17 @@ impl UpstreamFailure {
             }
             UpstreamFailure::Protocol { upstream, .. } => (UPSTREAM_PROTOCOL, upstream),
             UpstreamFailure::TooLarge { upstream } => (ANSWER_TOO_LARGE, upstream),
+            UpstreamFailure::LoginRequired { upstream, scopes } => {
+                return RpcError::new(UPSTREAM_LOGIN_REQUIRED, self.to_string()).with_data(json!({
+                    "upstream": upstream,
+                    "login": upstream_auth::login_command(upstream),
+                    "scopes": scopes,
+                }));
+            }
+            UpstreamFailure::LoginRefused { upstream, scopes } => {
+                return RpcError::new(UPSTREAM_LOGIN_REFUSED, self.to_string())
+                    .with_data(json!({"upstream": upstream, "scopes": scopes}));
+            }
         };
         RpcError::new(code, self.to_string()).with_data(json!({"upstream": upstream}))
     }

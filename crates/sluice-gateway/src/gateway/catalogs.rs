@@ -10,6 +10,7 @@ use tokio::sync::mpsc;
 
 use super::{redactor, settings};
 use crate::upstream;
+use crate::vault::Vault;
 
 /// Redacts the secrets out of a catalog read (before it is served, pinned
 /// or locked), naming in the log each entry that held one.
@@ -37,9 +38,11 @@ pub enum ReadEvent<'a> {
 /// Reads the catalog of each named upstream once (all at once), as
 /// `sluice lock` and `sluice check` need: connect, walk every list to its
 /// end, disconnect. Results come in config order; `on_event` hears each
-/// page and each end as they come (for a progress line).
+/// page and each end as they come (for a progress line). `vault` holds
+/// the logins of `auth = "oauth"` upstreams.
 pub async fn read_catalogs(
     config: &Config,
+    vault: Option<Vault>,
     names: &[String],
     on_event: &mut dyn FnMut(ReadEvent<'_>),
 ) -> Vec<(
@@ -47,7 +50,7 @@ pub async fn read_catalogs(
     Result<sluice_core::discovery::CatalogRead, drift::NotEstablished>,
 )> {
     let redactor = Arc::new(redactor(config));
-    let settings = settings(config, &redactor);
+    let settings = settings(config, &redactor, vault);
     let (pages, mut paged) = mpsc::unbounded_channel::<(String, ReadProgress)>();
     let mut reads = tokio::task::JoinSet::new();
     for (i, up) in config

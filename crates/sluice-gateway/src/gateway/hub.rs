@@ -165,8 +165,9 @@ impl Hub {
                 .approvals
                 .lock()
                 .unwrap_or_else(PoisonError::into_inner);
+            let vault = self.settings.borrow().vault.clone();
             self.settings
-                .send_replace(settings(&live.config, &live.redactor));
+                .send_replace(settings(&live.config, &live.redactor, vault));
             approvals.retain(|name, _| !ending.contains(&name));
             let mut verdicts = Vec::new();
             for (name, approved) in approvals.iter_mut() {

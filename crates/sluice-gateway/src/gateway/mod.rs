@@ -29,6 +29,7 @@ use crate::client::ClientEvent;
 use crate::ops::Ops;
 use crate::ratelimit::RateLimits;
 use crate::upstream::{Report, Settings, Supervisor, Upstream};
+use crate::vault::Vault;
 
 mod approve;
 mod catalogs;
@@ -121,12 +122,14 @@ impl Gateway {
     /// state directory) so that cursors stay valid, and give every replica
     /// the same one so that each takes up the others' cursors and sessions.
     /// `ops` says where audit rows go (metrics go to the process's
-    /// recorder, when one is installed).
+    /// recorder, when one is installed); `vault` holds the logins of
+    /// `auth = "oauth"` upstreams (`sluice login`).
     pub fn start(
         config: Config,
         lock: Option<Lockfile>,
         cursor_secret: [u8; 32],
         ops: Ops,
+        vault: Option<Vault>,
     ) -> Arc<Gateway> {
         let shutdown = CancellationToken::new();
         let upstreams: Vec<Arc<Upstream>> = config
@@ -145,7 +148,7 @@ impl Gateway {
             config,
         };
         let hub = Arc::new(Hub {
-            settings: watch::Sender::new(settings(&live.config, &live.redactor)),
+            settings: watch::Sender::new(settings(&live.config, &live.redactor, vault)),
             snapshot: ArcSwap::from_pointee(Snapshot {
                 live: Arc::new(live),
                 federation: Arc::new(Federation::default()),
@@ -282,11 +285,16 @@ impl Gateway {
 }
 
 /// What every upstream connection of this gateway shares.
-pub(super) fn settings(config: &Config, redactor: &Arc<Redactor>) -> Settings {
+pub(super) fn settings(
+    config: &Config,
+    redactor: &Arc<Redactor>,
+    vault: Option<Vault>,
+) -> Settings {
     Settings::new(
         config,
         json!({"name": NAME, "version": VERSION}),
         Arc::clone(redactor),
+        vault,
     )
 }
 

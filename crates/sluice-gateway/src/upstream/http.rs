@@ -26,6 +26,7 @@ use sse_stream::SseByteStream;
 use tokio::sync::oneshot;
 use tokio_util::sync::CancellationToken;
 
+use super::oauth::{Retry, UpstreamAuth};
 use super::wire::{Inbound, Outgoing, Unreadable, Wire};
 use crate::outbound;
 use crate::pending::Answer;
@@ -65,6 +66,8 @@ pub(crate) struct HttpWire {
     max_message: usize,
     session: Mutex<Option<HeaderValue>>,
     version: Mutex<Option<HeaderValue>>,
+    /// `auth = "oauth"`: the login whose token every request carries.
+    auth: Option<UpstreamAuth>,
 }
 
 impl HttpWire {
@@ -78,6 +81,7 @@ impl HttpWire {
         checked: &outbound::Checked,
         headers: &BTreeMap<String, String>,
         max_message: usize,
+        auth: Option<UpstreamAuth>,
     ) -> Result<Self, String> {
         let mut configured = HeaderMap::new();
         for (name, value) in headers {
@@ -100,7 +104,16 @@ impl HttpWire {
             max_message,
             session: Mutex::new(None),
             version: Mutex::new(None),
+            auth,
         })
+    }
+
+    /// The login's `Authorization` value, when the upstream has one.
+    async fn authorization(&self) -> Result<Option<HeaderValue>, UpstreamFailure> {
+        match &self.auth {
+            Some(auth) => auth.authorization().await.map(Some),
+            None => Ok(None),
+        }
     }
 
     fn headers(
@@ -151,9 +164,13 @@ impl HttpWire {
         name: Option<&str>,
         params: &[(String, String)],
         message: &Value,
+        authorization: Option<&HeaderValue>,
     ) -> reqwest::Result<reqwest::Response> {
         let body = serde_json::to_vec(message).unwrap_or_default();
         let mut headers = self.headers(era, method, name, params);
+        if let Some(value) = authorization {
+            headers.insert(header::AUTHORIZATION, value.clone());
+        }
         // The trace context travels in `_meta` and, for HTTP-aware
         // tracing on the upstream's side, in its headers too.
         for key in [trace_context::TRACEPARENT, trace_context::TRACESTATE] {
@@ -198,12 +215,44 @@ impl HttpWire {
             message,
         } = request;
         let upstream = || self.name.to_string();
-        let resp = self
-            .post(era, Some(method), name, headers, message)
-            .await
-            .map_err(|_| UpstreamFailure::Lost {
-                upstream: upstream(),
-            })?;
+        let mut sent_again = false;
+        let resp = loop {
+            let authorization = self.authorization().await?;
+            let resp = self
+                .post(
+                    era,
+                    Some(method),
+                    name,
+                    headers,
+                    message,
+                    authorization.as_ref(),
+                )
+                .await
+                .map_err(|_| UpstreamFailure::Lost {
+                    upstream: upstream(),
+                })?;
+            let (Some(auth), Some(sent)) = (&self.auth, &authorization) else {
+                break resp;
+            };
+            let status = resp.status();
+            if status == StatusCode::UNAUTHORIZED || status == StatusCode::FORBIDDEN {
+                let challenge = resp
+                    .headers()
+                    .get(header::WWW_AUTHENTICATE)
+                    .and_then(|v| v.to_str().ok());
+                match auth.refused(status, challenge, sent, sent_again).await? {
+                    Retry::Again if !sent_again => {
+                        sent_again = true;
+                        continue;
+                    }
+                    Retry::Again | Retry::NotAuth => break resp,
+                }
+            }
+            if status.is_success() {
+                auth.accepted().await;
+            }
+            break resp;
+        };
         let status = resp.status();
         if status.is_redirection() {
             // Following it would reach an address the guard never checked.
@@ -357,7 +406,7 @@ impl HttpWire {
             return None;
         }
         tokio::time::sleep(polling.retry).await;
-        let mut headers = self.stream_headers();
+        let mut headers = self.stream_headers().await;
         headers.insert("last-event-id", HeaderValue::try_from(last).ok()?);
         match self.client.get(&self.url).headers(headers).send().await {
             Ok(r) if r.status().is_success() && is_event_stream(r.headers()) => Some(r),
@@ -375,7 +424,17 @@ impl HttpWire {
     /// POSTs a notification; the answer (202) carries nothing.
     async fn post_notification(&self, era: Era, message: &Value) {
         let method = message.get("method").and_then(Value::as_str);
-        if let Err(e) = self.post(era, method, None, &[], message).await {
+        let authorization = match self.authorization().await {
+            Ok(value) => value,
+            Err(e) => {
+                tracing::debug!(upstream = %self.name, "notification not delivered: {e}");
+                return;
+            }
+        };
+        if let Err(e) = self
+            .post(era, method, None, &[], message, authorization.as_ref())
+            .await
+        {
             tracing::debug!(upstream = %self.name, "notification not delivered: {e}");
         }
     }
@@ -388,10 +447,14 @@ impl HttpWire {
             .unwrap_or_else(PoisonError::into_inner)
             .clone();
         if let Some(session) = session {
+            let mut headers = self.configured.clone();
+            if let Ok(Some(value)) = self.authorization().await {
+                headers.insert(header::AUTHORIZATION, value);
+            }
             let _ = self
                 .client
                 .delete(&self.url)
-                .headers(self.configured.clone())
+                .headers(headers)
                 .header("mcp-session-id", session)
                 .timeout(Duration::from_secs(2))
                 .send()
@@ -399,9 +462,13 @@ impl HttpWire {
         }
     }
 
-    /// The headers of a `GET` for an event stream.
-    fn stream_headers(&self) -> HeaderMap {
+    /// The headers of a `GET` for an event stream (with the login's token:
+    /// without one, the upstream refuses the stream, and calls go on).
+    async fn stream_headers(&self) -> HeaderMap {
         let mut headers = self.headers(Era::Legacy, None, None, &[]);
+        if let Ok(Some(value)) = self.authorization().await {
+            headers.insert(header::AUTHORIZATION, value);
+        }
         headers.remove(header::CONTENT_TYPE);
         headers.insert(
             header::ACCEPT,
@@ -421,7 +488,7 @@ impl HttpWire {
         let mut failures = 0;
         let mut opened = Some(opened);
         while !closed.is_cancelled() && failures < GET_STREAM_RETRIES {
-            let headers = self.stream_headers();
+            let headers = self.stream_headers().await;
             let resp = tokio::select! {
                 resp = self.client.get(&self.url).headers(headers).send() => resp,
                 () = closed.cancelled() => return,
@@ -472,7 +539,10 @@ impl Wire for HttpWire {
 
     fn reply<'a>(&'a self, era: Era, message: &'a Value) -> BoxFuture<'a, ()> {
         Box::pin(async move {
-            let _ = self.post(era, None, None, &[], message).await;
+            let authorization = self.authorization().await.ok().flatten();
+            let _ = self
+                .post(era, None, None, &[], message, authorization.as_ref())
+                .await;
         })
     }
 

@@ -22,6 +22,7 @@
 mod child;
 mod connection;
 mod http;
+pub(crate) mod oauth;
 mod sandbox;
 mod stdio;
 mod wire;
@@ -50,6 +51,7 @@ use wire::{Inbound, Wire};
 
 use crate::ops::metrics;
 use crate::outbound;
+use crate::vault::Vault;
 
 /// The longest a `server/discover` probe waits before falling back to
 /// `initialize` (some legacy servers never answer an unknown method).
@@ -90,6 +92,8 @@ pub(crate) struct Settings {
     /// The redaction rules, for what an upstream writes to its stderr
     /// (logged by sluice).
     pub(crate) redactor: Arc<Redactor>,
+    /// Where the OAuth logins of `auth = "oauth"` upstreams are kept.
+    pub(crate) vault: Option<Vault>,
 }
 
 /// What happened to an upstream, as its supervisor tells whoever runs it
@@ -152,7 +156,12 @@ enum Ended {
 // === impl Settings ===
 
 impl Settings {
-    pub(crate) fn new(config: &Config, client_info: Value, redactor: Arc<Redactor>) -> Self {
+    pub(crate) fn new(
+        config: &Config,
+        client_info: Value,
+        redactor: Arc<Redactor>,
+        vault: Option<Vault>,
+    ) -> Self {
         Settings {
             request_timeout: config.server.request_timeout,
             startup_timeout: config.server.startup_timeout,
@@ -163,6 +172,7 @@ impl Settings {
             catalog_read_timeout: config.catalog.read_timeout,
             refresh_interval: config.catalog.refresh_interval,
             redactor,
+            vault,
         }
     }
 }
@@ -656,7 +666,23 @@ async fn open_wire(
             url,
             headers,
             allow_private,
+            oauth,
         } => {
+            let auth = match (oauth, &settings.vault) {
+                (None, _) => None,
+                (Some(_), Some(vault)) => Some(oauth::UpstreamAuth::new(
+                    name,
+                    url,
+                    vault.clone(),
+                    *allow_private,
+                )),
+                (Some(_), None) => {
+                    return Err(
+                        "it needs a login, and this sluice has no vault to keep logins in"
+                            .to_owned(),
+                    );
+                }
+            };
             let checked = tokio::time::timeout(
                 settings.startup_timeout,
                 outbound::resolve_checked(url, *allow_private),
@@ -674,6 +700,7 @@ async fn open_wire(
                 &checked,
                 headers,
                 settings.max_message_bytes,
+                auth,
             )?;
             Ok((Arc::new(wire), None))
         }
