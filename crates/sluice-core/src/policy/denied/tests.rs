@@ -52,6 +52,49 @@ fn each_upstream_failure_has_its_own_code_and_names_the_upstream() {
     );
 }
 
+#[test]
+fn a_needed_login_names_the_command_and_the_scopes() {
+    let rpc = UpstreamFailure::LoginRequired {
+        upstream: "docs".into(),
+        scopes: vec!["read".into(), "write".into()],
+    }
+    .to_rpc();
+    assert_eq!(rpc.code, UPSTREAM_LOGIN_REQUIRED);
+    assert_eq!(
+        rpc.message,
+        "upstream \"docs\" needs a login for scope \"read write\": run `sluice login docs`"
+    );
+    assert_eq!(
+        rpc.data,
+        Some(
+            json!({"upstream": "docs", "login": "sluice login docs", "scopes": ["read", "write"]})
+        )
+    );
+    let plain = UpstreamFailure::LoginRequired {
+        upstream: "docs".into(),
+        scopes: vec![],
+    };
+    assert_eq!(
+        plain.to_string(),
+        "upstream \"docs\" needs a login: run `sluice login docs`"
+    );
+    let refused = UpstreamFailure::LoginRefused {
+        upstream: "docs".into(),
+        scopes: vec!["admin".into()],
+    }
+    .to_rpc();
+    assert_eq!(refused.code, UPSTREAM_LOGIN_REFUSED);
+    assert!(
+        refused.message.contains("sluice stopped asking"),
+        "{}",
+        refused.message
+    );
+    assert_eq!(
+        refused.data,
+        Some(json!({"upstream": "docs", "scopes": ["admin"]}))
+    );
+}
+
 /// Every refusal: its code, HTTP status (legacy, modern) and decision.
 #[test]
 fn the_refusal_table() {

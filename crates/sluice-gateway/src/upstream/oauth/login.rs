@@ -27,6 +27,7 @@ use rmcp::transport::auth::{
 };
 use serde::Deserialize;
 use sluice_core::config::{UpstreamConfig, UpstreamOAuth, UpstreamTransport};
+use sluice_core::outbound::browser::{self, BrowserUrlError};
 use sluice_core::upstream_auth::{
     ClientIdentity, LoginRecord, Registration, VaultKey, legacy_issuer_acceptable, login_scopes,
     registration, step_up_after_login,
@@ -63,6 +64,9 @@ pub enum LoginError {
     /// The authorization server sent the user back with an error.
     #[error("the authorization server refused: {0}")]
     Refused(String),
+    /// The authorization URL may not be opened in a browser (S-19).
+    #[error("the authorization server's URL is not safe to open: {0}")]
+    UnsafeUrl(BrowserUrlError),
     /// No callback came in time.
     #[error("no redirect came back within {0:?}: the login was not completed in the browser")]
     Timeout(Duration),
@@ -171,6 +175,7 @@ pub async fn login(
         .get_authorization_url(&scope_refs)
         .await
         .map_err(oauth_error("building the authorization URL"))?;
+    browser_safe(&auth_url, *allow_private)?;
     show(&auth_url);
     let callback = one_callback(listener, &upstream.name, wait).await?;
     manager
@@ -246,6 +251,17 @@ async fn client_config(
         .configure_client(config.clone())
         .map_err(oauth_error("configuring the client"))?;
     Ok(config)
+}
+
+/// S-19: the authorization URL is opened only when `https` (or `http` to
+/// a loopback host), without credentials, and not into a private network
+/// unless the upstream is allowed one (`allow_private`).
+fn browser_safe(url: &str, allow_private: bool) -> Result<(), LoginError> {
+    match browser::check(url) {
+        Ok(()) => Ok(()),
+        Err(BrowserUrlError::Private { .. }) if allow_private => Ok(()),
+        Err(e) => Err(LoginError::UnsafeUrl(e)),
+    }
 }
 
 fn oauth_error<E: std::fmt::Display>(step: &'static str) -> impl FnOnce(E) -> LoginError {

@@ -127,10 +127,7 @@ impl UpstreamAuth {
         let fresh = self.load().await?;
         if let Some(fresh) = fresh {
             let token = fresh.manager.get_access_token().await.ok();
-            let changed = token
-                .as_deref()
-                .and_then(bearer)
-                .is_some_and(|t| t != sent);
+            let changed = token.as_deref().and_then(bearer).is_some_and(|t| t != sent);
             *loaded = Some(fresh);
             if changed && !refreshed {
                 return Ok(Retry::Again);
