@@ -54,7 +54,7 @@ class Provider:
         self.access: dict[str, AccessToken] = {}
         self.refresh: dict[str, RefreshToken] = {}
         self.stats: dict[str, Any] = {"authorizations": 0, "code_grants": 0, "refresh_grants": 0,
-                                      "registrations": 0, "issued": [], "scopes": []}
+                                      "registrations": 0, "client_ids": [], "issued": [], "scopes": []}
         self.save()
 
     def save(self) -> None:
@@ -67,6 +67,7 @@ class Provider:
         assert client_info.client_id is not None
         self.clients[client_info.client_id] = client_info
         self.stats["registrations"] += 1
+        self.stats["client_ids"].append(client_info.client_id)
         self.save()
 
     async def authorize(self, client: OAuthClientInformationFull, params: AuthorizationParams) -> str:

@@ -47,14 +47,16 @@ class _NoRedirect(urllib.request.HTTPRedirectHandler):
         return None
 
 
-def sluice(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([str(H.SLUICE_BIN), *args], capture_output=True, text=True, timeout=60, cwd=cwd)
+def sluice(*args: str, cwd: Path, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([str(H.SLUICE_BIN), *args], capture_output=True, text=True, timeout=60, cwd=cwd,
+                          env={**os.environ, **(env or {})})
 
 
-def login(config: Path) -> str:
+def login(config: Path, env: dict[str, str] | None = None) -> str:
     """`sluice login notes --no-browser`, with this test as the browser; sluice's output."""
     proc = subprocess.Popen([str(H.SLUICE_BIN), "login", "notes", "--no-browser", "--timeout", "30s",
-                             "--config", str(config)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                             "--config", str(config)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            env={**os.environ, **(env or {})})
     assert proc.stdout is not None
     url = next((line.strip() for line in proc.stdout if line.startswith("http")), None)
     assert url, f"no URL printed: {proc.communicate(timeout=30)}"
@@ -200,3 +202,139 @@ def test_login_refresh_revocation_and_logout_against_a_real_oauth_server(notes_s
     assert done.returncode == 0 and "logged out of notes" in done.stdout, done
     assert status(config)["state"] == "not_logged_in"
     assert os.path.exists(tmp_path / ".sluice" / "vault.key")
+
+
+class Browser:
+    """A browser's part of a login through sluice's pages: it keeps cookies per origin
+    (sent back only to the origin that set them, as `__Host-` cookies are), follows no redirect
+    by itself, and reads pages."""
+
+    def __init__(self) -> None:
+        self.cookies: dict[str, dict[str, str]] = {}
+        self.opener = urllib.request.build_opener(_NoRedirect)
+
+    def request(self, url: str, data: dict[str, str] | None = None) -> tuple[int, dict[str, str], str, list[str]]:
+        from urllib.parse import urlencode, urlsplit
+
+        origin = "{0.scheme}://{0.netloc}".format(urlsplit(url))
+        jar = self.cookies.setdefault(origin, {})
+        headers = {"Cookie": "; ".join(f"{k}={v}" for k, v in jar.items())} if jar else {}
+        body = urlencode(data).encode() if data is not None else None
+        req = urllib.request.Request(url, data=body, headers=headers, method="POST" if data is not None else "GET")
+        try:
+            resp = self.opener.open(req, timeout=30)
+        except urllib.error.HTTPError as e:
+            resp = e
+        set_cookies = resp.headers.get_all("Set-Cookie") or []
+        for c in set_cookies:
+            name, _, rest = c.partition("=")
+            value = rest.split(";", 1)[0]
+            if "Max-Age=0" in c:
+                jar.pop(name, None)
+            else:
+                jar[name] = value
+        return resp.status, dict(resp.headers), resp.read().decode("utf-8", "replace"), set_cookies
+
+
+def test_each_principal_logs_in_for_itself_through_sluices_pages(
+        notes_server: Any, tmp_path: Path, sluice_servers: Any) -> None:
+    """With [auth], alice's calls use alice's login, never sluice's own nor bob's: her first
+    call names her login page; the consent page, the server's authorization and the callback
+    (single use, bound to her browser) put a login under her name in the vault."""
+    url, server_state = notes_server
+    config = tmp_path / "sluice.toml"
+    config.write_text(
+        "[server]\nrequest_timeout = \"20s\"\n"
+        "\n[auth]\nmode = \"bearer\"\n"
+        "[[auth.token]]\nprincipal = \"alice\"\nenv = \"ALICE_TOKEN\"\n"
+        "[[auth.token]]\nprincipal = \"bob\"\nenv = \"BOB_TOKEN\"\n"
+        "\n[[upstream]]\nname = \"notes\"\n"
+        f"url = {toml_str(url)}\nallow_private = true\nauth = \"oauth\"\n",
+        encoding="utf-8",
+    )
+    tokens = {"alice": "alice-token-0123456789abcdef", "bob": "bob-token-0123456789abcdef"}
+    env = {"ALICE_TOKEN": tokens["alice"], "BOB_TOKEN": tokens["bob"]}
+    # sluice's own login reads the catalog.
+    login(config, env)
+    operator_client = json.loads(server_state.read_text())
+    srv = sluice_servers(["--config", str(config)], tmp_path / "sluice.log", {"notes"}, env=env, cwd=tmp_path)
+    # Without [server] public_url, the login pages are where sluice listens.
+    port = srv.port
+    mcp_url = f"http://127.0.0.1:{port}/mcp"
+
+    async def call(who: str) -> Any:
+        import httpx2
+        from mcp.client.streamable_http import streamable_http_client
+
+        async with httpx2.AsyncClient(headers={"Authorization": f"Bearer {tokens[who]}"},
+                                      timeout=httpx2.Timeout(H.OP_TIMEOUT)) as http:
+            async with Client(streamable_http_client(mcp_url, http_client=http), mode="legacy", cache=None) as client:
+                try:
+                    return json.loads((await client.call_tool("notes__whoami", {})).content[0].text)
+                except MCPError as e:
+                    return e
+
+    first = anyio.run(call, "alice")
+    assert isinstance(first, MCPError) and first.error.code == LOGIN_REQUIRED, first
+    page_url = first.error.data["login"]
+    assert page_url.startswith(f"http://127.0.0.1:{port}/oauth/login/notes?ticket="), page_url
+    assert page_url in first.error.message, first.error.message
+
+    browser = Browser()
+    status_, headers, body, cookies = browser.request(page_url)
+    assert status_ == 200, body
+    assert "alice" in body and url in body and f"http://127.0.0.1:{port}/oauth/callback" in body, body
+    assert "frame-ancestors 'none'" in headers["content-security-policy"], headers
+    assert headers["x-frame-options"] == "DENY", headers
+    assert any(c.startswith("__Host-sluice-consent=") and "Secure" in c and "HttpOnly" in c
+               and "SameSite=Lax" in c and "Path=/" in c for c in cookies), cookies
+    import re
+    form = dict(re.findall(r'name="(ticket|consent)" value="([^"]+)"', body))
+    assert set(form) == {"ticket", "consent"}, body
+
+    # A cross-site POST carries no consent cookie: refused, nothing started.
+    forged = Browser()
+    assert forged.request(page_url.split("?")[0], form)[0] == 403
+    before = json.loads(server_state.read_text())["authorizations"]
+    assert before == operator_client["authorizations"]
+
+    # Allow: to the authorization server, with the flow cookie set.
+    status_, headers, _, cookies = browser.request(page_url.split("?")[0], form)
+    assert status_ in (302, 303), status_
+    assert any(c.startswith("__Host-sluice-login=") for c in cookies), cookies
+    status_, headers, _, _ = browser.request(headers["location"])
+    assert status_ in (302, 307), status_
+    callback = headers["location"]
+    assert callback.startswith(f"http://127.0.0.1:{port}/oauth/callback?"), callback
+    # The callback from another browser (no flow cookie) is refused, and burns the state.
+    stolen = Browser().request(callback)
+    assert stolen[0] == 400 and "another browser" in stolen[2], stolen[2]
+    # So alice starts again, and this time her own browser comes back.
+    status_, _, body, _ = browser.request(page_url)
+    form = dict(re.findall(r'name="(ticket|consent)" value="([^"]+)"', body))
+    status_, headers, _, _ = browser.request(page_url.split("?")[0], form)
+    status_, headers, _, _ = browser.request(headers["location"])
+    status_, _, body, _ = browser.request(headers["location"])
+    assert status_ == 200 and "Logged in" in body and "alice" in body, body
+    # Used once: the same callback again finds no login under way.
+    replay = browser.request(headers["location"])
+    assert replay[0] == 400, replay
+
+    alice = anyio.run(call, "alice")
+    assert isinstance(alice, dict), alice
+    bob = anyio.run(call, "bob")
+    assert isinstance(bob, MCPError) and bob.error.code == LOGIN_REQUIRED, bob
+    assert "/oauth/login/notes?ticket=" in bob.error.data["login"]
+    # alice's token is her own login's client (registered at her consent), not sluice's own.
+    client_ids = json.loads(server_state.read_text())["client_ids"]
+    assert alice["client_id"] == client_ids[-1] != client_ids[0], (alice, client_ids)
+    # sluice auth status shows each principal's login beside sluice's own.
+    rows = json.loads(sluice("auth", "status", "--json", "--config", str(config), cwd=tmp_path,
+                             env=env).stdout)["upstreams"]
+    states = {(r.get("principal", ""), r["state"]) for r in rows}
+    assert {("", "logged_in"), ("alice", "logged_in")} <= states, rows
+    assert not any(r.get("principal") == "bob" for r in rows), rows
+    # No token ever reached sluice's log.
+    text = (tmp_path / "sluice.log").read_text()
+    for token in json.loads(server_state.read_text())["issued"]:
+        assert token not in text, "a token was logged"

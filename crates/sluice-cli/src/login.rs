@@ -40,6 +40,9 @@ pub struct LogoutCommand {
     source: ConfigArgs,
     /// The upstream whose login is forgotten.
     upstream: String,
+    /// Forget this principal's own login (with `[auth]`) instead of sluice's.
+    #[arg(long, value_name = "NAME")]
+    principal: Option<String>,
 }
 
 /// `sluice auth ...`.
@@ -163,7 +166,11 @@ pub fn logout(command: &LogoutCommand) -> anyhow::Result<ExitCode> {
                 return Ok(ExitCode::from(EXIT_CONFIG));
             }
         };
-        match vault.delete(&VaultKey::operator(&command.upstream)).await {
+        let key = VaultKey {
+            principal: command.principal.clone().unwrap_or_default(),
+            upstream: command.upstream.clone(),
+        };
+        match vault.delete(&key).await {
             Ok(true) => println!(
                 "logged out of {}: its tokens are forgotten",
                 command.upstream
@@ -192,6 +199,13 @@ pub fn auth(command: &AuthCommand) -> anyhow::Result<ExitCode> {
                 return Ok(ExitCode::from(EXIT_CONFIG));
             }
         };
+        let listed = match vault.list().await {
+            Ok(listed) => listed,
+            Err(e) => {
+                eprintln!("sluice auth status: {e}");
+                return Ok(ExitCode::from(EXIT_CONFIG));
+            }
+        };
         let mut rows = Vec::new();
         for (name, url) in oauth_upstreams(&config) {
             let key = VaultKey::operator(name);
@@ -201,6 +215,21 @@ pub fn auth(command: &AuthCommand) -> anyhow::Result<ExitCode> {
                 Err(e) => json!({"upstream": name, "state": "unreadable", "error": e.to_string()}),
             };
             rows.push(row);
+            // Each principal's own login (with [auth]), after sluice's.
+            for (key, record) in &listed {
+                if key.upstream != name || key.principal.is_empty() {
+                    continue;
+                }
+                let mut row = match record {
+                    Ok(record) if record.is_for(key, url) => status_of(name, record),
+                    Ok(_) => continue,
+                    Err(e) => {
+                        json!({"upstream": name, "state": "unreadable", "error": e.to_string()})
+                    }
+                };
+                row["principal"] = json!(key.principal);
+                rows.push(row);
+            }
         }
         if *json {
             println!(
@@ -248,7 +277,18 @@ fn status_of(name: &str, record: &LoginRecord) -> serde_json::Value {
 }
 
 fn status_line(row: &serde_json::Value) -> String {
-    let name = row["upstream"].as_str().unwrap_or("?");
+    let upstream = row["upstream"].as_str().unwrap_or("?");
+    let (name, how) = match row["principal"].as_str() {
+        // A principal logs in through the link its next call's error gives.
+        Some(principal) => (
+            format!("{upstream} ({principal})"),
+            "its next call's error gives the login link".to_owned(),
+        ),
+        None => (
+            upstream.to_owned(),
+            format!("run `sluice login {upstream}`"),
+        ),
+    };
     let scopes = row["scopes"]
         .as_array()
         .map(|a| {
@@ -268,13 +308,11 @@ fn status_line(row: &serde_json::Value) -> String {
                 ""
             }
         ),
-        "login_required" => {
-            format!("{name}: needs a login (scope {scopes:?}): run `sluice login {name}`")
-        }
+        "login_required" => format!("{name}: needs a login (scope {scopes:?}): {how}"),
         "step_up_given_up" => format!(
-            "{name}: refused scope {scopes:?} after a login; run `sluice login {name}` when the account may use it"
+            "{name}: refused scope {scopes:?} after a login; log in again when the account may use it: {how}"
         ),
-        "not_logged_in" => format!("{name}: not logged in: run `sluice login {name}`"),
+        "not_logged_in" => format!("{name}: not logged in: {how}"),
         _ => format!("{name}: {}", row["error"].as_str().unwrap_or("unknown")),
     }
 }

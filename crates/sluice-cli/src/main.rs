@@ -566,7 +566,7 @@ enum Transport {
 }
 
 async fn serve(
-    config: Config,
+    mut config: Config,
     lock: Option<Lockfile>,
     cursor_secret: [u8; 32],
     transport: Transport,
@@ -587,6 +587,13 @@ async fn serve(
             }
         },
     };
+    // Without `[server] public_url`, the login pages are where sluice
+    // listens (the port bound, when it was 0).
+    if config.server.public_url.is_none()
+        && let Some(bound) = listener.as_ref().and_then(|l| l.local_addr().ok())
+    {
+        config.server.public_url = Some(format!("http://{bound}"));
+    }
     let metrics_listener = match telemetry::start_metrics(&config).await {
         Ok(listener) => listener,
         Err(e) => {

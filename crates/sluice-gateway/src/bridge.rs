@@ -35,12 +35,13 @@ use sluice_core::jsonrpc::RpcError;
 use sluice_core::method::Method;
 use sluice_core::policy::Denied;
 use sluice_core::request_state::{self, ParkedCall, StateKey};
+use sluice_core::upstream_auth::web::on_behalf_of;
 use tokio::sync::{mpsc, oneshot};
 use tokio::task::JoinHandle;
 use tokio::time::Instant;
 
 use crate::client::RequestCtx;
-use crate::upstream::{Connection, Related};
+use crate::upstream::{Call, Connection, Related};
 use sluice_core::policy::UpstreamFailure;
 
 /// One forwarded call in progress.
@@ -106,9 +107,18 @@ impl Flight {
         let (tx, related) = mpsc::channel(64);
         let method = method.to_owned();
         let caps = ctx.client_capabilities.clone();
+        let principal = on_behalf_of(ctx.scoped, &ctx.principal);
         let answer = Box::pin(async move {
-            conn.request(&method, params, &caps, Some(tx), timeout, &headers)
-                .await
+            conn.call(Call {
+                method: &method,
+                params,
+                client_capabilities: &caps,
+                related: Some(tx),
+                timeout,
+                headers: &headers,
+                on_behalf_of: &principal,
+            })
+            .await
         });
         Flight {
             related,

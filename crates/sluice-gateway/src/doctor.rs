@@ -458,6 +458,7 @@ fn settings(options: &Options) -> Settings {
             client_info,
             std::sync::Arc::new(credentials_redactor(options)),
             None,
+            None,
         ),
         Err(_) => unreachable!("an empty configuration is valid"),
     };

@@ -57,6 +57,7 @@ pub(super) struct RawServer {
     pub(super) startup_timeout: Option<Spanned<String>>,
     pub(super) shutdown_grace: Option<Spanned<String>>,
     pub(super) allowed_origins: Option<Vec<Spanned<String>>>,
+    pub(super) public_url: Option<Spanned<String>>,
     #[serde(default)]
     pub(super) connections: super::connections::RawConnections,
 }

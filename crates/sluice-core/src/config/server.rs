@@ -50,6 +50,19 @@ pub struct ServerConfig {
     pub allowed_origins: Vec<AllowedOrigin>,
     /// `[server.connections]`: the bounds on client connections.
     pub connections: ConnectionLimits,
+    /// `public_url`: where browsers and clients reach sluice (the origin of
+    /// its login pages and their redirect URI); default `http://<listen>`.
+    pub public_url: Option<String>,
+}
+
+impl ServerConfig {
+    /// `public_url`, or `http://<listen>` without it.
+    pub fn public_url(&self) -> String {
+        match &self.public_url {
+            Some(url) => url.trim_end_matches('/').to_owned(),
+            None => format!("http://{}", self.listen),
+        }
+    }
 }
 
 impl Default for ServerConfig {
@@ -64,6 +77,7 @@ impl Default for ServerConfig {
             startup_timeout: Duration::from_secs(30),
             shutdown_grace: Duration::from_secs(5),
             allowed_origins: default_origins(),
+            public_url: None,
             connections: ConnectionLimits::default(),
         }
     }
@@ -118,6 +132,10 @@ pub(super) fn validate_server(
     );
     let allowed_origins = validate_origins(&raw.allowed_origins, diags);
     let connections = validate_connections(&raw.connections, diags);
+    let public_url = match &raw.public_url {
+        None => Some(None),
+        Some(url) => validate_public_url(url, diags).map(Some),
+    };
     Some(ServerConfig {
         listen: listen?,
         separator: separator?,
@@ -129,7 +147,35 @@ pub(super) fn validate_server(
         shutdown_grace: shutdown_grace?,
         allowed_origins: allowed_origins?,
         connections: connections?,
+        public_url: public_url?,
     })
+}
+
+/// `public_url`: an origin, `https` unless it is loopback (the redirect URI
+/// of logins through sluice's pages is under it; MCP authorization, S-9).
+fn validate_public_url(url: &Spanned<String>, diags: &mut Diagnostics<'_>) -> Option<String> {
+    let value = url.get_ref().trim_end_matches('/');
+    let (scheme, rest) = value.split_once("://").unwrap_or(("", value));
+    let host = rest.rsplit_once(':').map_or(rest, |(h, _)| h);
+    let loopback = matches!(host, "localhost" | "127.0.0.1" | "[::1]");
+    let problem = if rest.is_empty() || rest.contains(['/', '?', '#', '@']) {
+        Some("must be an origin: scheme, host and optional port, no path")
+    } else if scheme == "https" || (scheme == "http" && loopback) {
+        None
+    } else {
+        Some("must be https:// (http:// only for localhost, 127.0.0.1 or [::1])")
+    };
+    match problem {
+        None => Some(value.to_owned()),
+        Some(why) => {
+            diags.push(
+                Some(url.span()),
+                "server.public_url",
+                format!("{:?}: {why}", url.get_ref()),
+            );
+            None
+        }
+    }
 }
 
 /// `separator`: exposed names are `<upstream><separator><name>`, so it must

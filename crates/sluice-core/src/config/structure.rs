@@ -370,7 +370,7 @@ mode = \"eager\"
         assert_eq!(
             errors(text),
             [
-                "sluice.toml:2:1: server.separater: unknown key; did you mean `separator`? (allowed: listen, separator, request_timeout, session_idle_timeout, max_sessions, session_max_age, startup_timeout, shutdown_grace, allowed_origins, connections)",
+                "sluice.toml:2:1: server.separater: unknown key; did you mean `separator`? (allowed: listen, separator, request_timeout, session_idle_timeout, max_sessions, session_max_age, startup_timeout, shutdown_grace, allowed_origins, public_url, connections)",
                 "sluice.toml:3:10: server.listen: expected a string, found integer 8787",
                 "sluice.toml:8:11: upstream[0].trusted: expected a boolean (true or false), found string \"yes\"",
                 "sluice.toml:13:14: upstream[1].args[1]: expected a string, found integer 1",
@@ -387,7 +387,7 @@ mode = \"eager\"
         assert_eq!(
             errors(text),
             [
-                "sluice.toml:2:1: server.listn: unknown key; did you mean `listen`? (allowed: listen, separator, request_timeout, session_idle_timeout, max_sessions, session_max_age, startup_timeout, shutdown_grace, allowed_origins, connections)",
+                "sluice.toml:2:1: server.listn: unknown key; did you mean `listen`? (allowed: listen, separator, request_timeout, session_idle_timeout, max_sessions, session_max_age, startup_timeout, shutdown_grace, allowed_origins, public_url, connections)",
                 "sluice.toml:3:19: server.request_timeout: \"forever\" is not a duration: write a number with a unit, ms, s, m, h or d (e.g. \"60s\")",
             ]
         );

@@ -39,7 +39,6 @@ use crate::jsonrpc::{self, RpcError};
 use crate::method::ListKind;
 use crate::outbound::browser::BrowserUrlError;
 use crate::protocol::{self, Era};
-use crate::upstream_auth;
 
 /// The upstream is not available.
 pub const UPSTREAM_UNAVAILABLE: i64 = -32001;
@@ -146,28 +145,42 @@ pub enum UpstreamFailure {
     /// The upstream needs an OAuth login sluice does not hold (none yet,
     /// expired past refresh, or a step-up to more scopes).
     #[error(
-        "upstream {upstream:?} needs a login{}: run `{}`",
+        "upstream {upstream:?} needs a login{}: {}",
         scope_words(scopes),
-        upstream_auth::login_command(upstream)
+        login_words(login)
     )]
     LoginRequired {
         /// The upstream's name.
         upstream: String,
         /// The scopes the login must ask for (empty: the upstream decides).
         scopes: Vec<String>,
+        /// How to log in: the command (`sluice login NAME`), or, for a
+        /// principal of a sluice with `[auth]`, the URL of its login page.
+        login: String,
     },
     /// The upstream refused the token of a login that granted what it
     /// asked: asking for another login would loop, so sluice stopped.
-    #[error("upstream {upstream:?} still refuses after a login for scope {:?}; sluice stopped asking (check what the account may do, then run `{}` by hand)", scopes.join(" "), upstream_auth::login_command(upstream))]
+    #[error("upstream {upstream:?} still refuses after a login for scope {:?}; sluice stopped asking (check what the account may do, then log in again by hand: {})", scopes.join(" "), login_words(login))]
     LoginRefused {
         /// The upstream's name.
         upstream: String,
         /// What it asked for.
         scopes: Vec<String>,
+        /// How to log in again.
+        login: String,
     },
     /// The upstream answered with a JSON-RPC error.
     #[error("upstream error: {0}")]
     Rpc(RpcError),
+}
+
+/// "run `sluice login x`", or "open URL in a browser".
+fn login_words(login: &str) -> String {
+    if login.starts_with("https://") || login.starts_with("http://") {
+        format!("open {login} in a browser")
+    } else {
+        format!("run `{login}`")
+    }
 }
 
 /// " for scope \"a b\"", or nothing.
@@ -410,14 +423,20 @@ impl UpstreamFailure {
             }
             UpstreamFailure::Protocol { upstream, .. } => (UPSTREAM_PROTOCOL, upstream),
             UpstreamFailure::TooLarge { upstream } => (ANSWER_TOO_LARGE, upstream),
-            UpstreamFailure::LoginRequired { upstream, scopes } => {
+            UpstreamFailure::LoginRequired {
+                upstream,
+                scopes,
+                login,
+            } => {
                 return RpcError::new(UPSTREAM_LOGIN_REQUIRED, self.to_string()).with_data(json!({
                     "upstream": upstream,
-                    "login": upstream_auth::login_command(upstream),
+                    "login": login,
                     "scopes": scopes,
                 }));
             }
-            UpstreamFailure::LoginRefused { upstream, scopes } => {
+            UpstreamFailure::LoginRefused {
+                upstream, scopes, ..
+            } => {
                 return RpcError::new(UPSTREAM_LOGIN_REFUSED, self.to_string())
                     .with_data(json!({"upstream": upstream, "scopes": scopes}));
             }

@@ -50,7 +50,7 @@ pub async fn read_catalogs(
     Result<sluice_core::discovery::CatalogRead, drift::NotEstablished>,
 )> {
     let redactor = Arc::new(redactor(config));
-    let settings = settings(config, &redactor, vault);
+    let settings = settings(config, &redactor, vault, None);
     let (pages, mut paged) = mpsc::unbounded_channel::<(String, ReadProgress)>();
     let mut reads = tokio::task::JoinSet::new();
     for (i, up) in config

@@ -165,9 +165,15 @@ impl Hub {
                 .approvals
                 .lock()
                 .unwrap_or_else(PoisonError::into_inner);
-            let vault = self.settings.borrow().vault.clone();
+            let (vault, tickets) = {
+                let current = self.settings.borrow();
+                (
+                    current.vault.clone(),
+                    current.web_login.as_ref().map(|w| Arc::clone(&w.tickets)),
+                )
+            };
             self.settings
-                .send_replace(settings(&live.config, &live.redactor, vault));
+                .send_replace(settings(&live.config, &live.redactor, vault, tickets));
             approvals.retain(|name, _| !ending.contains(&name));
             let mut verdicts = Vec::new();
             for (name, approved) in approvals.iter_mut() {

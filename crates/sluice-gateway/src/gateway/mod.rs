@@ -28,8 +28,10 @@ use crate::bridge::Bridge;
 use crate::client::ClientEvent;
 use crate::ops::Ops;
 use crate::ratelimit::RateLimits;
+use crate::upstream::oauth::web::WebLogins;
 use crate::upstream::{Report, Settings, Supervisor, Upstream};
 use crate::vault::Vault;
+use sluice_core::upstream_auth::web::Tickets;
 
 mod approve;
 mod catalogs;
@@ -80,6 +82,8 @@ pub struct Gateway {
     pub(crate) csrf: CsrfKey,
     /// Held while the console approves into the lockfile.
     approving: tokio::sync::Mutex<()>,
+    /// The principals' logins to OAuth upstreams under way (`/oauth/...`).
+    pub(crate) web_logins: WebLogins,
 }
 
 /// What a reload replaces, swapped as one: whoever reads it sees one
@@ -132,6 +136,7 @@ impl Gateway {
         vault: Option<Vault>,
     ) -> Arc<Gateway> {
         let shutdown = CancellationToken::new();
+        let tickets = Arc::new(Tickets::new(cursor_secret));
         let upstreams: Vec<Arc<Upstream>> = config
             .upstreams
             .iter()
@@ -148,7 +153,12 @@ impl Gateway {
             config,
         };
         let hub = Arc::new(Hub {
-            settings: watch::Sender::new(settings(&live.config, &live.redactor, vault)),
+            settings: watch::Sender::new(settings(
+                &live.config,
+                &live.redactor,
+                vault,
+                Some(Arc::clone(&tickets)),
+            )),
             snapshot: ArcSwap::from_pointee(Snapshot {
                 live: Arc::new(live),
                 federation: Arc::new(Federation::default()),
@@ -178,6 +188,7 @@ impl Gateway {
             started_with: upstreams.len(),
             csrf: CsrfKey::derive(&cursor_secret),
             approving: tokio::sync::Mutex::new(()),
+            web_logins: WebLogins::new(Arc::clone(&tickets)),
         };
         let supervisors = upstreams
             .iter()
@@ -252,6 +263,11 @@ impl Gateway {
     }
 
     /// The configuration, upstreams and policies in force.
+    /// The vault of OAuth logins, when an upstream needs one.
+    pub(crate) fn vault(&self) -> Option<Vault> {
+        self.hub.settings.borrow().vault.clone()
+    }
+
     pub(crate) fn live(&self) -> Arc<Live> {
         self.hub.live()
     }
@@ -289,12 +305,14 @@ pub(super) fn settings(
     config: &Config,
     redactor: &Arc<Redactor>,
     vault: Option<Vault>,
+    tickets: Option<Arc<Tickets>>,
 ) -> Settings {
     Settings::new(
         config,
         json!({"name": NAME, "version": VERSION}),
         Arc::clone(redactor),
         vault,
+        tickets,
     )
 }
 

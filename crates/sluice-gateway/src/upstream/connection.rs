@@ -87,6 +87,9 @@ pub(crate) struct Call<'a> {
     pub(crate) timeout: Duration,
     /// Extra HTTP headers (`Mcp-Param-*`) for a modern HTTP upstream.
     pub(crate) headers: &'a [(String, String)],
+    /// Whose login the token of an `auth = "oauth"` upstream is (`""`:
+    /// sluice's own).
+    pub(crate) on_behalf_of: &'a str,
 }
 
 /// What the handshake learned.
@@ -166,6 +169,7 @@ impl<'a> Call<'a> {
             related: None,
             timeout,
             headers: &[],
+            on_behalf_of: "",
         }
     }
 }
@@ -228,6 +232,7 @@ impl Connection {
             related,
             timeout,
             headers,
+            on_behalf_of: "",
         })
         .await
     }
@@ -332,6 +337,7 @@ impl Shared {
             related,
             timeout,
             headers,
+            on_behalf_of,
         } = call;
         protocol::shape_upstream_params(era, &mut params, client_capabilities, &self.client_info);
         let (id, answer) = self.pending.register();
@@ -345,6 +351,7 @@ impl Shared {
             name: name.as_deref(),
             headers,
             message: &message,
+            on_behalf_of,
         };
         let outcome = self.answer(request, answer, timeout).await?;
         guard.answered = true;

@@ -108,10 +108,14 @@ impl HttpWire {
         })
     }
 
-    /// The login's `Authorization` value, when the upstream has one.
-    async fn authorization(&self) -> Result<Option<HeaderValue>, UpstreamFailure> {
+    /// The login's `Authorization` value, when the upstream has one: the
+    /// login of `on_behalf_of` (`""`: sluice's own).
+    async fn authorization(
+        &self,
+        on_behalf_of: &str,
+    ) -> Result<Option<HeaderValue>, UpstreamFailure> {
         match &self.auth {
-            Some(auth) => auth.authorization().await.map(Some),
+            Some(auth) => auth.authorization(on_behalf_of).await.map(Some),
             None => Ok(None),
         }
     }
@@ -213,11 +217,12 @@ impl HttpWire {
             name,
             headers,
             message,
+            on_behalf_of,
         } = request;
         let upstream = || self.name.to_string();
         let mut sent_again = false;
         let resp = loop {
-            let authorization = self.authorization().await?;
+            let authorization = self.authorization(on_behalf_of).await?;
             let resp = self
                 .post(
                     era,
@@ -240,7 +245,10 @@ impl HttpWire {
                     .headers()
                     .get(header::WWW_AUTHENTICATE)
                     .and_then(|v| v.to_str().ok());
-                match auth.refused(status, challenge, sent, sent_again).await? {
+                match auth
+                    .refused(on_behalf_of, status, challenge, sent, sent_again)
+                    .await?
+                {
                     Retry::Again if !sent_again => {
                         sent_again = true;
                         continue;
@@ -249,7 +257,7 @@ impl HttpWire {
                 }
             }
             if status.is_success() {
-                auth.accepted().await;
+                auth.accepted(on_behalf_of).await;
             }
             break resp;
         };
@@ -424,7 +432,7 @@ impl HttpWire {
     /// POSTs a notification; the answer (202) carries nothing.
     async fn post_notification(&self, era: Era, message: &Value) {
         let method = message.get("method").and_then(Value::as_str);
-        let authorization = match self.authorization().await {
+        let authorization = match self.authorization("").await {
             Ok(value) => value,
             Err(e) => {
                 tracing::debug!(upstream = %self.name, "notification not delivered: {e}");
@@ -448,7 +456,7 @@ impl HttpWire {
             .clone();
         if let Some(session) = session {
             let mut headers = self.configured.clone();
-            if let Ok(Some(value)) = self.authorization().await {
+            if let Ok(Some(value)) = self.authorization("").await {
                 headers.insert(header::AUTHORIZATION, value);
             }
             let _ = self
@@ -466,7 +474,7 @@ impl HttpWire {
     /// without one, the upstream refuses the stream, and calls go on).
     async fn stream_headers(&self) -> HeaderMap {
         let mut headers = self.headers(Era::Legacy, None, None, &[]);
-        if let Ok(Some(value)) = self.authorization().await {
+        if let Ok(Some(value)) = self.authorization("").await {
             headers.insert(header::AUTHORIZATION, value);
         }
         headers.remove(header::CONTENT_TYPE);
@@ -539,7 +547,7 @@ impl Wire for HttpWire {
 
     fn reply<'a>(&'a self, era: Era, message: &'a Value) -> BoxFuture<'a, ()> {
         Box::pin(async move {
-            let authorization = self.authorization().await.ok().flatten();
+            let authorization = self.authorization("").await.ok().flatten();
             let _ = self
                 .post(era, None, None, &[], message, authorization.as_ref())
                 .await;

@@ -34,19 +34,20 @@ use serde_json::{Value, json};
 use sluice_core::boundary::redact::Redactor;
 use sluice_core::catalog::UpstreamCatalog;
 use sluice_core::catalog::drift::NotEstablished;
-use sluice_core::config::{Config, UpstreamConfig, UpstreamTransport};
+use sluice_core::config::{AuthMode, Config, UpstreamConfig, UpstreamTransport};
 use sluice_core::discovery::{CatalogRead, CatalogStep, CatalogWalk, ReadProgress, WalkLimits};
 use sluice_core::health::{CatalogState, UpstreamStatus};
 use sluice_core::jsonrpc;
 use sluice_core::policy::UpstreamFailure;
 use sluice_core::protocol::{self, Era, ProbeVerdict};
+use sluice_core::upstream_auth::web::Tickets;
 use tokio::sync::{mpsc, watch};
 use tokio::task::AbortHandle;
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
-use connection::{Call, ServerDescription, Shared};
-pub(crate) use connection::{Connection, Related, UpstreamEvent};
+pub(crate) use connection::{Call, Connection, Related, UpstreamEvent};
+use connection::{ServerDescription, Shared};
 use wire::{Inbound, Wire};
 
 use crate::ops::metrics;
@@ -94,6 +95,9 @@ pub(crate) struct Settings {
     pub(crate) redactor: Arc<Redactor>,
     /// Where the OAuth logins of `auth = "oauth"` upstreams are kept.
     pub(crate) vault: Option<Vault>,
+    /// With `[auth]`: where each principal logs in to such an upstream
+    /// (sluice's login pages, their tickets).
+    pub(crate) web_login: Option<oauth::WebLogin>,
 }
 
 /// What happened to an upstream, as its supervisor tells whoever runs it
@@ -161,7 +165,16 @@ impl Settings {
         client_info: Value,
         redactor: Arc<Redactor>,
         vault: Option<Vault>,
+        tickets: Option<Arc<Tickets>>,
     ) -> Self {
+        // Each principal logs in for itself only when principals are told
+        // apart (`[auth]`).
+        let web_login = tickets
+            .filter(|_| config.auth.mode != AuthMode::None)
+            .map(|tickets| oauth::WebLogin {
+                public_url: config.server.public_url(),
+                tickets,
+            });
         Settings {
             request_timeout: config.server.request_timeout,
             startup_timeout: config.server.startup_timeout,
@@ -173,6 +186,7 @@ impl Settings {
             refresh_interval: config.catalog.refresh_interval,
             redactor,
             vault,
+            web_login,
         }
     }
 }
@@ -675,6 +689,7 @@ async fn open_wire(
                     url,
                     vault.clone(),
                     *allow_private,
+                    settings.web_login.clone(),
                 )),
                 (Some(_), None) => {
                     return Err(

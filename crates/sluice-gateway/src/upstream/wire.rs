@@ -32,6 +32,9 @@ pub(crate) struct Outgoing<'a> {
     pub(crate) headers: &'a [(String, String)],
     /// The JSON-RPC request.
     pub(crate) message: &'a Value,
+    /// Whose login an `auth = "oauth"` upstream's token is taken from: a
+    /// principal of a sluice with `[auth]`, or `""` for sluice's own.
+    pub(crate) on_behalf_of: &'a str,
 }
 
 /// A transport to one upstream: a child's stdin/stdout, or Streamable HTTP.

@@ -57,6 +57,7 @@ fn a_needed_login_names_the_command_and_the_scopes() {
     let rpc = UpstreamFailure::LoginRequired {
         upstream: "docs".into(),
         scopes: vec!["read".into(), "write".into()],
+        login: "sluice login docs".into(),
     }
     .to_rpc();
     assert_eq!(rpc.code, UPSTREAM_LOGIN_REQUIRED);
@@ -73,14 +74,25 @@ fn a_needed_login_names_the_command_and_the_scopes() {
     let plain = UpstreamFailure::LoginRequired {
         upstream: "docs".into(),
         scopes: vec![],
+        login: "sluice login docs".into(),
     };
     assert_eq!(
         plain.to_string(),
         "upstream \"docs\" needs a login: run `sluice login docs`"
     );
+    let page = UpstreamFailure::LoginRequired {
+        upstream: "docs".into(),
+        scopes: vec![],
+        login: "https://sluice.example.com/oauth/login/docs?ticket=lt.x".into(),
+    };
+    assert_eq!(
+        page.to_string(),
+        "upstream \"docs\" needs a login: open https://sluice.example.com/oauth/login/docs?ticket=lt.x in a browser"
+    );
     let refused = UpstreamFailure::LoginRefused {
         upstream: "docs".into(),
         scopes: vec!["admin".into()],
+        login: "sluice login docs".into(),
     }
     .to_rpc();
     assert_eq!(refused.code, UPSTREAM_LOGIN_REFUSED);

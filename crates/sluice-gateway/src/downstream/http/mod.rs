@@ -49,6 +49,7 @@ mod console;
 mod dispatch;
 mod encode;
 mod listener;
+mod oauth;
 mod sessions;
 
 use std::sync::Arc;
@@ -60,7 +61,7 @@ use axum::middleware;
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 use serde_json::Value;
-use sluice_core::config::{ConsoleListener, MCP_PATH};
+use sluice_core::config::{AuthMode, ConsoleListener, MCP_PATH, UpstreamTransport};
 use sluice_core::policy::Denied;
 use sluice_core::protocol::Era;
 use tokio::net::TcpListener;
@@ -139,6 +140,16 @@ pub async fn serve(
     }
     if state.console.is_some() {
         app = app.merge(console::routes(&state));
+    }
+    // The principals' login pages, with [auth] and an OAuth upstream.
+    let config = &gateway.live().config;
+    let logins_here = config.auth.mode != AuthMode::None
+        && config
+            .upstreams
+            .iter()
+            .any(|u| matches!(u.transport, UpstreamTransport::Http { oauth: Some(_), .. }));
+    if logins_here {
+        app = app.merge(oauth::routes());
     }
     let app = app.with_state(Arc::clone(&state));
     let shutdown_state = Arc::clone(&state);

@@ -29,8 +29,8 @@ use serde::Deserialize;
 use sluice_core::config::{UpstreamConfig, UpstreamOAuth, UpstreamTransport};
 use sluice_core::outbound::browser::{self, BrowserUrlError};
 use sluice_core::upstream_auth::{
-    ClientIdentity, LoginRecord, Registration, VaultKey, legacy_issuer_acceptable, login_scopes,
-    registration, step_up_after_login,
+    ClientIdentity, LoginRecord, Registration, StepUp, VaultKey, legacy_issuer_acceptable,
+    login_scopes, registration, step_up_after_login,
 };
 use tokio::net::TcpListener;
 use tokio::sync::{Mutex, mpsc};
@@ -98,6 +98,49 @@ pub async fn login(
     wait: Duration,
     show: impl FnOnce(&str),
 ) -> Result<LoggedIn, LoginError> {
+    let port = match &upstream.transport {
+        UpstreamTransport::Http {
+            oauth: Some(oauth), ..
+        } => oauth.redirect_port.unwrap_or(0),
+        _ => return Err(LoginError::NotOAuth(upstream.name.clone())),
+    };
+    let listener = TcpListener::bind(("127.0.0.1", port))
+        .await
+        .map_err(LoginError::Listen)?;
+    let port = listener.local_addr().map_err(LoginError::Listen)?.port();
+    let redirect_uri = format!("http://127.0.0.1:{port}/callback");
+    let key = VaultKey::operator(&upstream.name);
+    let begun = begin(upstream, vault, &key, &redirect_uri, extra_scopes).await?;
+    show(&begun.auth_url);
+    let callback = one_callback(listener, &upstream.name, wait).await?;
+    begun.finish(vault, &callback).await
+}
+
+/// A login whose authorization URL is out, waiting for its callback.
+pub(crate) struct Begun {
+    /// The URL the user opens.
+    pub(crate) auth_url: String,
+    key: VaultKey,
+    url: String,
+    manager: AuthorizationManager,
+    credentials: InMemoryCredentialStore,
+    metadata: AuthorizationMetadata,
+    client: OAuthClientConfig,
+    how: Registration,
+    scopes: Vec<String>,
+    redirect_uri: String,
+    pending: Option<StepUp>,
+}
+
+/// Discovers, registers and builds the authorization URL of a login of
+/// `key` to `upstream` whose redirect comes back to `redirect_uri`.
+pub(crate) async fn begin(
+    upstream: &UpstreamConfig,
+    vault: &Vault,
+    key: &VaultKey,
+    redirect_uri: &str,
+    extra_scopes: &[String],
+) -> Result<Begun, LoginError> {
     let UpstreamTransport::Http {
         url,
         allow_private,
@@ -107,23 +150,15 @@ pub async fn login(
     else {
         return Err(LoginError::NotOAuth(upstream.name.clone()));
     };
-    let key = VaultKey::operator(&upstream.name);
-    let previous = match vault.load(&key).await {
-        Ok(record) => record.filter(|r| r.is_for(&key, url)),
+    let previous = match vault.load(key).await {
+        Ok(record) => record.filter(|r| r.is_for(key, url)),
         // A record that does not open is replaced.
         Err(VaultError::Sealed { .. }) => None,
         Err(e) => return Err(e.into()),
     };
-    let pending = previous.as_ref().and_then(|r| r.step_up.as_ref());
+    let pending = previous.and_then(|r| r.step_up);
     let configured: Vec<String> = oauth.scopes.iter().chain(extra_scopes).cloned().collect();
-    let wanted = login_scopes(&configured, pending);
-
-    let port = oauth.redirect_port.unwrap_or(0);
-    let listener = TcpListener::bind(("127.0.0.1", port))
-        .await
-        .map_err(LoginError::Listen)?;
-    let port = listener.local_addr().map_err(LoginError::Listen)?.port();
-    let redirect_uri = format!("http://127.0.0.1:{port}/callback");
+    let wanted = login_scopes(&configured, pending.as_ref());
 
     let challenge = probe(url, *allow_private).await;
     let http = Arc::new(GuardedHttp::new(*allow_private));
@@ -170,54 +205,84 @@ pub async fn login(
         step: "registering sluice as a client",
         detail: detail.to_owned(),
     })?;
-    let client = client_config(&mut manager, how, oauth, &redirect_uri, &scope_refs).await?;
+    let client = client_config(&mut manager, how, oauth, redirect_uri, &scope_refs).await?;
     let auth_url = manager
         .get_authorization_url(&scope_refs)
         .await
         .map_err(oauth_error("building the authorization URL"))?;
     browser_safe(&auth_url, *allow_private)?;
-    show(&auth_url);
-    let callback = one_callback(listener, &upstream.name, wait).await?;
-    manager
-        .exchange_code_for_token_with_issuer(
-            &callback.code,
-            &callback.state,
-            callback.iss.as_deref(),
-        )
-        .await
-        .map_err(oauth_error("exchanging the code for a token"))?;
-    let stored = credentials
-        .load()
-        .await
-        .ok()
-        .flatten()
-        .ok_or_else(|| LoginError::OAuth {
-            step: "exchanging the code for a token",
-            detail: "no token was kept".into(),
-        })?;
-    let record = LoginRecord {
-        format: LoginRecord::FORMAT,
-        upstream: upstream.name.clone(),
-        principal: key.principal.clone(),
+    Ok(Begun {
+        auth_url,
+        key: key.clone(),
         url: url.clone(),
-        client: ClientIdentity {
-            client_id: client.client_id,
-            client_secret: client.client_secret,
-            registration: how.as_str().to_owned(),
-            redirect_uri,
-        },
-        metadata: serde_json::to_value(&metadata).unwrap_or_default(),
-        credentials: serde_json::to_value(&stored).unwrap_or_default(),
-        step_up: step_up_after_login(pending),
-        logged_in_at_ms: now_ms(),
-    };
-    vault.save(&record, record.logged_in_at_ms).await?;
-    Ok(LoggedIn {
-        granted: record.granted_scopes(),
-        expires_at_ms: record.expires_at_ms(),
+        manager,
+        credentials,
+        metadata,
+        client,
+        how,
         scopes,
-        registration: how,
+        redirect_uri: redirect_uri.to_owned(),
+        pending,
     })
+}
+
+impl Begun {
+    /// The `state` of its authorization URL.
+    pub(crate) fn state(&self) -> Option<String> {
+        let url = reqwest::Url::parse(&self.auth_url).ok()?;
+        url.query_pairs()
+            .find(|(k, _)| k == "state")
+            .map(|(_, v)| v.into_owned())
+    }
+
+    /// Exchanges the callback's code and keeps the login in `vault`.
+    pub(crate) async fn finish(
+        self,
+        vault: &Vault,
+        callback: &Callback,
+    ) -> Result<LoggedIn, LoginError> {
+        self.manager
+            .exchange_code_for_token_with_issuer(
+                &callback.code,
+                &callback.state,
+                callback.iss.as_deref(),
+            )
+            .await
+            .map_err(oauth_error("exchanging the code for a token"))?;
+        let stored = self
+            .credentials
+            .load()
+            .await
+            .ok()
+            .flatten()
+            .ok_or_else(|| LoginError::OAuth {
+                step: "exchanging the code for a token",
+                detail: "no token was kept".into(),
+            })?;
+        let record = LoginRecord {
+            format: LoginRecord::FORMAT,
+            upstream: self.key.upstream.clone(),
+            principal: self.key.principal.clone(),
+            url: self.url,
+            client: ClientIdentity {
+                client_id: self.client.client_id,
+                client_secret: self.client.client_secret,
+                registration: self.how.as_str().to_owned(),
+                redirect_uri: self.redirect_uri,
+            },
+            metadata: serde_json::to_value(&self.metadata).unwrap_or_default(),
+            credentials: serde_json::to_value(&stored).unwrap_or_default(),
+            step_up: step_up_after_login(self.pending.as_ref()),
+            logged_in_at_ms: now_ms(),
+        };
+        vault.save(&record, record.logged_in_at_ms).await?;
+        Ok(LoggedIn {
+            granted: record.granted_scopes(),
+            expires_at_ms: record.expires_at_ms(),
+            scopes: self.scopes,
+            registration: self.how,
+        })
+    }
 }
 
 /// Configures the client as `how` says, registering it when dynamic.
@@ -343,10 +408,10 @@ struct CallbackQuery {
 }
 
 /// A redirect that carries a code.
-struct Callback {
-    code: String,
-    state: String,
-    iss: Option<String>,
+pub(crate) struct Callback {
+    pub(crate) code: String,
+    pub(crate) state: String,
+    pub(crate) iss: Option<String>,
 }
 
 type Outcome = Result<Callback, LoginError>;

@@ -13,7 +13,9 @@
 
 mod guarded;
 pub mod login;
+pub(crate) mod web;
 
+use std::collections::HashMap;
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{SystemTime, UNIX_EPOCH};
 
@@ -24,24 +26,45 @@ use rmcp::transport::auth::{
     StoredCredentials,
 };
 use sluice_core::policy::UpstreamFailure;
+use sluice_core::upstream_auth::web::{Tickets, login_url};
 use sluice_core::upstream_auth::{
     AfterUnauthorized, Challenge, LoginRecord, Readiness, StepUpVerdict, VaultKey, after_forbidden,
-    after_unauthorized,
+    after_unauthorized, login_command,
 };
 
 pub(crate) use guarded::GuardedHttp;
 
 use crate::vault::Vault;
 
-/// The login of one upstream, as a serving sluice uses it.
+/// The logins of one upstream, as a serving sluice uses them: sluice's own
+/// (`sluice login`, principal `""`), and with `[auth]` each principal's.
 pub(crate) struct UpstreamAuth {
     upstream: String,
     url: String,
-    key: VaultKey,
     vault: Vault,
     allow_private: bool,
-    /// The record last read, and the OAuth client built on it.
-    loaded: tokio::sync::Mutex<Option<Loaded>>,
+    /// Where a principal logs in, with `[auth]`.
+    web: Option<WebLogin>,
+    /// The records last read, by vault principal, with the OAuth client
+    /// built on each.
+    loaded: tokio::sync::Mutex<HashMap<String, Loaded>>,
+}
+
+/// sluice's login pages, for the login URL of a `-32013`.
+#[derive(Clone)]
+pub(crate) struct WebLogin {
+    /// `[server] public_url`.
+    pub(crate) public_url: String,
+    /// Seals the login tickets.
+    pub(crate) tickets: Arc<Tickets>,
+}
+
+impl std::fmt::Debug for WebLogin {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("WebLogin")
+            .field("public_url", &self.public_url)
+            .finish_non_exhaustive()
+    }
 }
 
 struct Loaded {
@@ -58,40 +81,50 @@ pub(crate) enum Retry {
 }
 
 impl UpstreamAuth {
-    pub(crate) fn new(upstream: &str, url: &str, vault: Vault, allow_private: bool) -> Self {
+    pub(crate) fn new(
+        upstream: &str,
+        url: &str,
+        vault: Vault,
+        allow_private: bool,
+        web: Option<WebLogin>,
+    ) -> Self {
         UpstreamAuth {
             upstream: upstream.to_owned(),
             url: url.to_owned(),
-            key: VaultKey::operator(upstream),
             vault,
             allow_private,
-            loaded: tokio::sync::Mutex::new(None),
+            web,
+            loaded: tokio::sync::Mutex::new(HashMap::new()),
         }
     }
 
-    /// The `Authorization` value for the next request: the login's token,
-    /// refreshed first when it is about to expire; or why there is none.
-    pub(crate) async fn authorization(&self) -> Result<HeaderValue, UpstreamFailure> {
+    /// The `Authorization` value for the next request on behalf of
+    /// `principal` (`""`: sluice's own login): the login's token, refreshed
+    /// first when it is about to expire; or why there is none.
+    pub(crate) async fn authorization(
+        &self,
+        principal: &str,
+    ) -> Result<HeaderValue, UpstreamFailure> {
         let mut loaded = self.loaded.lock().await;
         let stale = loaded
-            .as_ref()
+            .get(principal)
             .is_none_or(|l| lock(&l.record).readiness() != Readiness::Ready);
         if stale {
-            *loaded = self.load().await?;
+            match self.load(principal).await? {
+                Some(fresh) => loaded.insert(principal.to_owned(), fresh),
+                None => loaded.remove(principal),
+            };
         }
-        let Some(current) = loaded.as_ref() else {
-            return Err(self.login_required(Vec::new()));
+        let Some(current) = loaded.get(principal) else {
+            return Err(self.login_required(principal, Vec::new()));
         };
         let readiness = lock(&current.record).readiness();
         match readiness {
             Readiness::Ready => {}
-            Readiness::NeedsLogin { scopes } => return Err(self.login_required(scopes)),
-            Readiness::GivenUp { scopes } => {
-                return Err(UpstreamFailure::LoginRefused {
-                    upstream: self.upstream.clone(),
-                    scopes,
-                });
+            Readiness::NeedsLogin { scopes } => {
+                return Err(self.login_required(principal, scopes));
             }
+            Readiness::GivenUp { scopes } => return Err(self.login_refused(principal, scopes)),
         }
         match current.manager.get_access_token().await {
             Ok(token) => {
@@ -99,7 +132,7 @@ impl UpstreamAuth {
             }
             Err(AuthError::AuthorizationRequired | AuthError::TokenRefreshRejected(_)) => {
                 self.forget_tokens(current).await;
-                Err(self.login_required(Vec::new()))
+                Err(self.login_required(principal, Vec::new()))
             }
             Err(e) => {
                 tracing::warn!(upstream = %self.upstream, "refreshing the OAuth token failed: {e}");
@@ -109,10 +142,11 @@ impl UpstreamAuth {
     }
 
     /// After the upstream answered `status` (401 or 403) with
-    /// `www_authenticate` to a request sent with `sent`; `refreshed` when
-    /// this request was already sent again once.
+    /// `www_authenticate` to a request sent for `principal` with `sent`;
+    /// `refreshed` when this request was already sent again once.
     pub(crate) async fn refused(
         &self,
+        principal: &str,
         status: http::StatusCode,
         www_authenticate: Option<&str>,
         sent: &HeaderValue,
@@ -124,17 +158,16 @@ impl UpstreamAuth {
         }
         let mut loaded = self.loaded.lock().await;
         // A login made meanwhile (by `sluice login`) has a new token: try it.
-        let fresh = self.load().await?;
-        if let Some(fresh) = fresh {
+        if let Some(fresh) = self.load(principal).await? {
             let token = fresh.manager.get_access_token().await.ok();
             let changed = token.as_deref().and_then(bearer).is_some_and(|t| t != sent);
-            *loaded = Some(fresh);
+            loaded.insert(principal.to_owned(), fresh);
             if changed && !refreshed {
                 return Ok(Retry::Again);
             }
         }
-        let Some(current) = loaded.as_ref() else {
-            return Err(self.login_required(Vec::new()));
+        let Some(current) = loaded.get(principal) else {
+            return Err(self.login_required(principal, Vec::new()));
         };
         if status == http::StatusCode::UNAUTHORIZED {
             let can_refresh = lock(&current.record).can_refresh();
@@ -147,7 +180,7 @@ impl UpstreamAuth {
                 }
             }
             self.forget_tokens(current).await;
-            return Err(self.login_required(challenge.scopes));
+            return Err(self.login_required(principal, challenge.scopes));
         }
         let (verdict, step_up) = after_forbidden(&challenge, &lock(&current.record));
         let record = {
@@ -157,18 +190,16 @@ impl UpstreamAuth {
         };
         self.save(&record).await;
         Err(match verdict {
-            StepUpVerdict::Login { scopes } => self.login_required(scopes),
-            StepUpVerdict::GiveUp { scopes } => UpstreamFailure::LoginRefused {
-                upstream: self.upstream.clone(),
-                scopes,
-            },
+            StepUpVerdict::Login { scopes } => self.login_required(principal, scopes),
+            StepUpVerdict::GiveUp { scopes } => self.login_refused(principal, scopes),
         })
     }
 
-    /// The upstream took a request: a step-up it asked for is settled.
-    pub(crate) async fn accepted(&self) {
+    /// The upstream took a request of `principal`: a step-up it asked for
+    /// is settled.
+    pub(crate) async fn accepted(&self, principal: &str) {
         let loaded = self.loaded.lock().await;
-        let Some(current) = loaded.as_ref() else {
+        let Some(current) = loaded.get(principal) else {
             return;
         };
         let record = {
@@ -182,11 +213,15 @@ impl UpstreamAuth {
         self.save(&record).await;
     }
 
-    /// Reads the login from the vault and builds its OAuth client; `None`
-    /// when there is no usable login.
-    async fn load(&self) -> Result<Option<Loaded>, UpstreamFailure> {
-        let record = match self.vault.load(&self.key).await {
-            Ok(Some(record)) if record.is_for(&self.key, &self.url) => record,
+    /// Reads the login of `principal` from the vault and builds its OAuth
+    /// client; `None` when there is no usable login.
+    async fn load(&self, principal: &str) -> Result<Option<Loaded>, UpstreamFailure> {
+        let key = VaultKey {
+            principal: principal.to_owned(),
+            upstream: self.upstream.clone(),
+        };
+        let record = match self.vault.load(&key).await {
+            Ok(Some(record)) if record.is_for(&key, &self.url) => record,
             Ok(_) => return Ok(None),
             Err(e) => {
                 tracing::warn!(upstream = %self.upstream, "the vault: {e}");
@@ -245,10 +280,31 @@ impl UpstreamAuth {
         }
     }
 
-    fn login_required(&self, scopes: Vec<String>) -> UpstreamFailure {
+    fn login_required(&self, principal: &str, scopes: Vec<String>) -> UpstreamFailure {
         UpstreamFailure::LoginRequired {
             upstream: self.upstream.clone(),
             scopes,
+            login: self.how_to_log_in(principal),
+        }
+    }
+
+    fn login_refused(&self, principal: &str, scopes: Vec<String>) -> UpstreamFailure {
+        UpstreamFailure::LoginRefused {
+            upstream: self.upstream.clone(),
+            scopes,
+            login: self.how_to_log_in(principal),
+        }
+    }
+
+    /// `sluice login NAME` for sluice's own login; a principal's login page,
+    /// with a fresh ticket, for a principal's.
+    fn how_to_log_in(&self, principal: &str) -> String {
+        match &self.web {
+            Some(web) if !principal.is_empty() => {
+                let ticket = web.tickets.issue(principal, &self.upstream, now_ms());
+                login_url(&web.public_url, &self.upstream, &ticket)
+            }
+            _ => login_command(&self.upstream),
         }
     }
 
