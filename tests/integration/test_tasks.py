@@ -37,6 +37,21 @@ TOPIC = f"tide pools {GHP}"
 UUID = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")
 
 
+def _serve_everything(tmp_path: Path, sluice_servers: Any, extra_toml: str = "") -> Any:
+    """sluice in front of server-everything alone, with `extra_toml` appended to its config."""
+    ws = H.Workspace(tmp_path / "ws")
+    ups = {n: u for n, u in ws.upstreams().items() if n == "everything"}
+    cfg = write_config(tmp_path / "sluice.toml", ups)
+    with cfg.open("a", encoding="utf-8") as f:
+        f.write(extra_toml)
+    return sluice_servers(["--config", str(cfg)], tmp_path / "sluice.log", set(ups))
+
+
+def _code(e: Exception) -> Any:
+    """The JSON-RPC error code of the SDK's MCPError (else the text)."""
+    return getattr(getattr(e, "error", None), "code", str(e))
+
+
 async def _run_task(url: str) -> dict[str, Any]:
     out: dict[str, Any] = {}
     with anyio.fail_after(H.CONNECT_TIMEOUT + 4 * H.OP_TIMEOUT):
@@ -77,16 +92,13 @@ async def _run_task(url: str) -> dict[str, Any]:
                         types.GetTaskRequest(params=types.GetTaskRequestParams(task_id=bogus)), types.GetTaskResult)
                     out.setdefault("bogus", []).append("accepted")
                 except Exception as e:  # noqa: BLE001 - the SDK raises MCPError
-                    out.setdefault("bogus", []).append(getattr(getattr(e, "error", None), "code", str(e)))
+                    out.setdefault("bogus", []).append(_code(e))
             out["task_id"] = task_id
     return out
 
 
 def test_a_task_runs_through_sluice_with_a_sealed_id(tmp_path: Path, sluice_servers: Any) -> None:
-    ws = H.Workspace(tmp_path / "ws")
-    ups = {n: u for n, u in ws.upstreams().items() if n == "everything"}
-    cfg = write_config(tmp_path / "sluice.toml", ups)
-    srv = sluice_servers(["--config", str(cfg)], tmp_path / "sluice.log", set(ups))
+    srv = _serve_everything(tmp_path, sluice_servers)
     got = anyio.run(_run_task, srv.url)
     ctx = f"{got}\n--- sluice stderr ---\n{srv.stderr_tail()}"
 
@@ -166,7 +178,7 @@ async def _two_sessions(url: str) -> dict[str, Any]:
                 await _raw(b, "tasks/list", {"cursor": first["nextCursor"]})
                 out["foreign_cursor"] = "accepted"
             except Exception as e:  # noqa: BLE001 - the SDK raises MCPError
-                out["foreign_cursor"] = getattr(getattr(e, "error", None), "code", str(e))
+                out["foreign_cursor"] = _code(e)
             # Each session hears its own tasks reach `completed`.
             with anyio.fail_after(4 * H.OP_TIMEOUT):
                 while True:
@@ -183,13 +195,8 @@ async def _two_sessions(url: str) -> dict[str, Any]:
 
 
 def test_each_session_lists_and_hears_only_its_own_tasks(tmp_path: Path, sluice_servers: Any) -> None:
-    ws = H.Workspace(tmp_path / "ws")
-    ups = {n: u for n, u in ws.upstreams().items() if n == "everything"}
-    cfg = write_config(tmp_path / "sluice.toml", ups)
     # One task a page, so that draining the list takes every page.
-    with cfg.open("a", encoding="utf-8") as f:
-        f.write("\n[catalog]\nlist_page_size = 1\n")
-    srv = sluice_servers(["--config", str(cfg)], tmp_path / "sluice.log", set(ups))
+    srv = _serve_everything(tmp_path, sluice_servers, "\n[catalog]\nlist_page_size = 1\n")
     got = anyio.run(_two_sessions, srv.url)
     ctx = f"{got}\n--- sluice stderr ---\n{srv.stderr_tail()}"
 
@@ -222,18 +229,13 @@ async def _spend(url: str) -> dict[str, Any]:
                         await _raw(client, method, params)
                         codes.append("ok")
                     except Exception as e:  # noqa: BLE001 - the SDK raises MCPError
-                        codes.append(getattr(getattr(e, "error", None), "code", str(e)))
+                        codes.append(_code(e))
                 out[method] = codes
     return out
 
 
 def test_task_methods_spend_the_callers_allowance(tmp_path: Path, sluice_servers: Any) -> None:
-    ws = H.Workspace(tmp_path / "ws")
-    ups = {n: u for n, u in ws.upstreams().items() if n == "everything"}
-    cfg = write_config(tmp_path / "sluice.toml", ups)
-    with cfg.open("a", encoding="utf-8") as f:
-        f.write('\n[ratelimit]\ndefault = "3/min"\n')
-    srv = sluice_servers(["--config", str(cfg)], tmp_path / "sluice.log", set(ups))
+    srv = _serve_everything(tmp_path, sluice_servers, '\n[ratelimit]\ndefault = "3/min"\n')
     got = anyio.run(_spend, srv.url)
     ctx = f"{got}\n--- sluice stderr ---\n{srv.stderr_tail()}"
     # A burst of 3 for each method, apart from the call's own allowance (it created the task);

@@ -253,6 +253,11 @@ mod tests {
         json!({"task": {"taskId": "ignored", "status": "working", "ttl": ttl}})
     }
 
+    /// Records a task of a minute's TTL.
+    fn add(record: &mut TaskRecord, session: u64, task: TaskRef, now_ms: u64) -> Vec<TaskRef> {
+        record.record(session, task, &created(json!(60_000)), now_ms)
+    }
+
     fn ids(rows: &[Listed]) -> Vec<&str> {
         rows.iter().map(|r| r.task.id.as_str()).collect()
     }
@@ -263,31 +268,11 @@ mod tests {
         // Two sessions of one principal on one upstream, and another
         // principal's session: the upstream ids could even collide
         // across upstreams.
-        record.record(
-            1,
-            task("everything", "a1", "anon"),
-            &created(json!(60_000)),
-            0,
-        );
-        record.record(
-            2,
-            task("everything", "b1", "anon"),
-            &created(json!(60_000)),
-            0,
-        );
-        record.record(1, task("other", "a2", "anon"), &created(json!(60_000)), 1);
-        record.record(
-            3,
-            task("everything", "c1", "bob"),
-            &created(json!(60_000)),
-            1,
-        );
-        record.record(
-            1,
-            task("everything", "b1x", "anon"),
-            &created(json!(60_000)),
-            2,
-        );
+        add(&mut record, 1, task("everything", "a1", "anon"), 0);
+        add(&mut record, 2, task("everything", "b1", "anon"), 0);
+        add(&mut record, 1, task("other", "a2", "anon"), 1);
+        add(&mut record, 3, task("everything", "c1", "bob"), 1);
+        add(&mut record, 1, task("everything", "b1x", "anon"), 2);
         let one = record.listed(1, "anon", 3);
         assert_eq!(ids(&one), ["a1", "a2", "b1x"]);
         assert!(one.windows(2).all(|w| w[0].key < w[1].key), "{one:?}");
@@ -306,18 +291,8 @@ mod tests {
     #[test]
     fn a_status_goes_to_its_owner_and_a_terminal_one_ends_the_entry() {
         let mut record = TaskRecord::default();
-        record.record(
-            1,
-            task("everything", "t1", "anon"),
-            &created(json!(60_000)),
-            0,
-        );
-        record.record(
-            2,
-            task("everything", "t2", "anon"),
-            &created(json!(60_000)),
-            0,
-        );
+        add(&mut record, 1, task("everything", "t1", "anon"), 0);
+        add(&mut record, 2, task("everything", "t2", "anon"), 0);
         let working = json!({"taskId": "t2", "status": "working", "statusMessage": "Gathering"});
         assert_eq!(
             record.status("everything", &working, 10),
@@ -383,36 +358,26 @@ mod tests {
     fn the_record_is_bounded_per_session_and_in_all() {
         let mut record = TaskRecord::default();
         for i in 0..SESSION_CAP {
-            let evicted = record.record(
-                1,
-                task("u", &format!("t{i}"), "anon"),
-                &created(json!(60_000)),
-                0,
-            );
+            let evicted = add(&mut record, 1, task("u", &format!("t{i}"), "anon"), 0);
             assert!(evicted.is_empty());
         }
-        let evicted = record.record(1, task("u", "newest", "anon"), &created(json!(60_000)), 0);
+        let evicted = add(&mut record, 1, task("u", "newest", "anon"), 0);
         assert_eq!(evicted, [task("u", "t0", "anon")]);
         let rows = record.listed(1, "anon", 0);
         assert_eq!(rows.len(), SESSION_CAP);
         assert_eq!(rows[0].task.id, "t1");
         assert_eq!(rows[SESSION_CAP - 1].task.id, "newest");
         // Another session is not evicted by this one's tasks.
-        record.record(2, task("u", "other", "anon"), &created(json!(60_000)), 0);
+        add(&mut record, 2, task("u", "other", "anon"), 0);
         assert_eq!(ids(&record.listed(2, "anon", 0)), ["other"]);
 
         let mut full = TaskRecord::default();
         for i in 0..TOTAL_CAP {
             let session = u64::try_from(i / SESSION_CAP).unwrap_or_default();
-            full.record(
-                session,
-                task("u", &format!("t{i}"), "anon"),
-                &created(json!(60_000)),
-                0,
-            );
+            add(&mut full, session, task("u", &format!("t{i}"), "anon"), 0);
         }
         assert_eq!(full.len(), TOTAL_CAP);
-        let evicted = full.record(9_999, task("u", "last", "anon"), &created(json!(60_000)), 0);
+        let evicted = add(&mut full, 9_999, task("u", "last", "anon"), 0);
         assert_eq!(evicted, [task("u", "t0", "anon")]);
         assert_eq!(full.len(), TOTAL_CAP);
     }

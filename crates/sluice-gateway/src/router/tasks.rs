@@ -14,7 +14,7 @@ use sluice_core::policy::{Denied, answer};
 use sluice_core::protocol::Era;
 use sluice_core::tasks::{self, TaskMethod, TaskRef, record};
 
-use super::calls::{admit_tool, with_name};
+use super::calls::{admit_tool, spend_method_rate, with_name};
 use super::forward::Forward;
 use crate::bridge::now_ms;
 use crate::client::RequestCtx;
@@ -41,8 +41,7 @@ impl Gateway {
             .tasks
             .open(params.get(TaskMethod::ID_FIELD), &ctx.principal.key())?;
         ctx.trail.routed(&task.upstream, Some(&task.exposed));
-        self.admit_method_rate(ctx, snap, &task.upstream, Method::Task(method))
-            .await?;
+        spend_method_rate(ctx, snap, &task.upstream, Method::Task(method)).await?;
         self.about_task(ctx, snap, method, &task, &params).await
     }
 
