@@ -76,6 +76,8 @@ pub enum TaskMethod {
     Cancel,
     /// `tasks/update`: answers for a task waiting on input (2026-07-28 only).
     Update,
+    /// `tasks/list`: the caller's tasks (2025-11-25 only).
+    List,
 }
 
 /// Notification methods sluice reads or writes.
@@ -90,6 +92,11 @@ pub mod notification {
     pub const RESOURCE_UPDATED: &str = "notifications/resources/updated";
     /// The acknowledgement of `subscriptions/listen` (2026-07-28).
     pub const SUBSCRIPTIONS_ACKNOWLEDGED: &str = "notifications/subscriptions/acknowledged";
+    /// A task's status changed (2025-11-25).
+    pub const TASK_STATUS: &str = "notifications/tasks/status";
+    /// A task's status changed (2026-07-28, the tasks extension, on a
+    /// `subscriptions/listen` stream that names the task).
+    pub const TASKS: &str = "notifications/tasks";
 }
 
 // === impl ListKind ===
@@ -167,7 +174,7 @@ impl ListKind {
 
 impl Method {
     /// Every method sluice serves (not [`Method::Other`]).
-    pub const SERVED: [Method; 19] = [
+    pub const SERVED: [Method; 20] = [
         Method::Initialize,
         Method::Ping,
         Method::Discover,
@@ -187,6 +194,7 @@ impl Method {
         Method::Task(TaskMethod::Result),
         Method::Task(TaskMethod::Cancel),
         Method::Task(TaskMethod::Update),
+        Method::Task(TaskMethod::List),
     ];
 
     /// The method a wire name stands for.
@@ -272,10 +280,10 @@ impl Method {
         match self {
             Method::CallTool | Method::GetPrompt => Some("name"),
             Method::ReadResource => Some("uri"),
-            // SEP-2663, Streamable HTTP routing headers (`tasks/result` is
-            // legacy only: no such header, and a 2026 request of it is
-            // answered as an unknown method).
-            Method::Task(TaskMethod::Result) => None,
+            // SEP-2663, Streamable HTTP routing headers (`tasks/result` and
+            // `tasks/list` are legacy only: no such header, and a 2026
+            // request of either is answered as an unknown method).
+            Method::Task(TaskMethod::Result | TaskMethod::List) => None,
             Method::Task(_) => Some(TaskMethod::ID_FIELD),
             _ => None,
         }
@@ -285,12 +293,13 @@ impl Method {
 // === impl TaskMethod ===
 
 impl TaskMethod {
-    /// All four.
-    pub const ALL: [TaskMethod; 4] = [
+    /// All five.
+    pub const ALL: [TaskMethod; 5] = [
         TaskMethod::Get,
         TaskMethod::Result,
         TaskMethod::Cancel,
         TaskMethod::Update,
+        TaskMethod::List,
     ];
 
     /// The params field holding the task id (also what 2026-07-28 HTTP
@@ -304,16 +313,17 @@ impl TaskMethod {
             TaskMethod::Result => "tasks/result",
             TaskMethod::Cancel => "tasks/cancel",
             TaskMethod::Update => "tasks/update",
+            TaskMethod::List => "tasks/list",
         }
     }
 
     /// Whether a client of `era` may call it: `tasks/result` went away in
-    /// 2026-07-28 (the result is inlined in `tasks/get`), `tasks/update`
-    /// came with it.
+    /// 2026-07-28 (the result is inlined in `tasks/get`) and so did
+    /// `tasks/list`; `tasks/update` came with it.
     pub fn in_era(self, era: Era) -> bool {
         match self {
             TaskMethod::Get | TaskMethod::Cancel => true,
-            TaskMethod::Result => era == Era::Legacy,
+            TaskMethod::Result | TaskMethod::List => era == Era::Legacy,
             TaskMethod::Update => era == Era::Modern,
         }
     }
@@ -395,6 +405,7 @@ mod tests {
                 Method::Task(TaskMethod::Result),
                 Method::Task(TaskMethod::Cancel),
                 Method::Task(TaskMethod::Update),
+                Method::Task(TaskMethod::List),
             ]
         );
         assert!(Method::CallTool.is_bridgeable() && !Method::Complete.is_bridgeable());

@@ -8,6 +8,7 @@
 //! the gateway use them, and this module uses none of them.
 
 use std::collections::HashMap;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::Duration;
 
@@ -39,6 +40,15 @@ pub(crate) enum ClientEvent {
     ResourceUpdated(Value),
     /// A log message from an upstream that no request could take.
     Log(Value),
+    /// A task's status, for the legacy session that owns the task only
+    /// (`sluice_core::tasks::record`): the whole notification, its id
+    /// sealed for that session's principal.
+    TaskStatus {
+        /// The owning session's [`ClientSession::id`].
+        session: u64,
+        /// `notifications/tasks/status`.
+        message: Value,
+    },
 }
 
 /// One client request, as the router sees it.
@@ -87,6 +97,9 @@ pub struct ClientLink {
 /// What a legacy client's `initialize` set up, for a session (HTTP) or a
 /// process (stdio).
 pub struct ClientSession {
+    /// This process's number for the session: what the task record names
+    /// as a task's owner.
+    pub(crate) id: u64,
     /// The negotiated version.
     pub protocol_version: String,
     /// Who opened it: only the same principal may use it (S-18).
@@ -216,7 +229,10 @@ impl ClientSession {
         principal: Arc<Principal>,
         view: Option<Arc<str>>,
     ) -> Arc<Self> {
+        // Numbers only tell this process's sessions apart.
+        static NEXT_ID: AtomicU64 = AtomicU64::new(1);
         Arc::new(ClientSession {
+            id: NEXT_ID.fetch_add(1, Ordering::Relaxed),
             protocol_version,
             principal,
             client_capabilities: sluice_core::protocol::retained_capabilities(client_capabilities),
@@ -328,6 +344,15 @@ impl ClientSession {
                     }
                     Ok(ClientEvent::Log(params)) => {
                         jsonrpc::notification(notification::MESSAGE, params)
+                    }
+                    Ok(ClientEvent::TaskStatus {
+                        session: owner,
+                        message,
+                    }) => {
+                        if owner != session.id {
+                            continue;
+                        }
+                        message
                     }
                     Err(broadcast::error::RecvError::Lagged(_)) => continue,
                     Err(broadcast::error::RecvError::Closed) => return,

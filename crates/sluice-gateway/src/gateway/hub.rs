@@ -43,6 +43,8 @@ pub(crate) struct Hub {
     /// The `subscriptions/listen` streams that hold resource subscriptions
     /// on modern upstreams, by (upstream, URI).
     pub(super) resource_listens: Mutex<HashMap<(String, String), tokio::task::AbortHandle>>,
+    /// Task ids and who owns each task.
+    pub(crate) tasks: super::tasks::Tasks,
 }
 
 /// An upstream's last complete read and what the lockfile lets through of
@@ -347,6 +349,16 @@ impl Hub {
                     obj.entry("logger").or_insert_with(|| upstream.into());
                 }
                 ClientEvent::Log(params)
+            }
+            UpstreamEvent::TaskStatus(mut params) => {
+                crate::ops::metrics::redactions(&self.live().redactor.redact(&mut params));
+                match self.tasks.status(upstream, params) {
+                    Some(event) => event,
+                    None => {
+                        crate::ops::metrics::task_status_dropped(upstream);
+                        return;
+                    }
+                }
             }
             UpstreamEvent::ListChanged(_) => return,
         };

@@ -17,7 +17,6 @@ use sluice_core::envelope::Cursors;
 use sluice_core::health::{self, HealthDetail};
 use sluice_core::naming::Naming;
 use sluice_core::session_token::SessionKey;
-use sluice_core::tasks::TaskIds;
 use tokio::sync::{broadcast, mpsc, watch};
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
@@ -38,6 +37,7 @@ mod catalogs;
 mod hub;
 mod reload;
 mod subscriptions;
+mod tasks;
 
 pub(crate) use approve::approval_words;
 pub use approve::{ApproveError, write_lockfile};
@@ -62,8 +62,6 @@ pub struct Gateway {
     pub(crate) hub: Arc<Hub>,
     /// Seals the cursors of every list sluice pages.
     pub(crate) cursors: Cursors,
-    /// Seals the task ids clients see (`sluice_core::tasks`).
-    pub(crate) task_ids: TaskIds,
     /// Seals legacy session ids, which carry their session to any replica
     /// that shares the cursor secret.
     pub(crate) session_key: SessionKey,
@@ -170,6 +168,7 @@ impl Gateway {
             subscriptions: Mutex::new(HashMap::new()),
             subscription_locks: Mutex::new(HashMap::new()),
             resource_listens: Mutex::new(HashMap::new()),
+            tasks: tasks::Tasks::new(cursor_secret),
         });
         let (reports, applied) = mpsc::channel(PENDING_REPORTS);
         tokio::spawn(apply_reports(Arc::clone(&hub), applied));
@@ -177,7 +176,6 @@ impl Gateway {
         let mut gateway = Gateway {
             bridge: Bridge::new(hub.live().config.server.request_timeout),
             cursors: Cursors::new(cursor_secret),
-            task_ids: TaskIds::new(cursor_secret),
             session_key: SessionKey::derive(&cursor_secret),
             ops,
             hub,

@@ -110,6 +110,10 @@ fn describe() {
     );
     describe_gauge!("sluice_sessions_open", "Legacy HTTP sessions open");
     describe_counter!(
+        "sluice_task_status_dropped_total",
+        "Task status notifications from an upstream for no task a client session owns"
+    );
+    describe_counter!(
         "sluice_audit_rows_dropped_total",
         "Audit rows lost because the writer's queue was full or the store failed"
     );
@@ -203,6 +207,11 @@ pub(crate) fn upstream_restarted(upstream: &str) {
 /// The number of open legacy HTTP sessions.
 pub(crate) fn sessions_open(n: usize) {
     gauge!("sluice_sessions_open").set(n as f64);
+}
+
+/// `upstream` sent a status for a task no session owns: dropped.
+pub(crate) fn task_status_dropped(upstream: &str) {
+    counter!("sluice_task_status_dropped_total", "upstream" => upstream.to_owned()).increment(1);
 }
 
 /// An audit row was lost.

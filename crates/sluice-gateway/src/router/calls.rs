@@ -78,7 +78,7 @@ impl Gateway {
                 exposed,
                 principal: ctx.principal.key(),
             };
-            self.seal_task_ids(&mut answer, &task);
+            self.created_task(ctx, &mut answer, task);
         }
         Ok(answer)
     }
@@ -169,10 +169,22 @@ impl Gateway {
             )
             .inspect_err(|denied| log_scope_refusal(ctx, upstream, denied))?;
         }
-        let name = method.name().unwrap_or_default();
-        let (scope, key) = admit::method_rate(&snap.live.config, &ctx.principal, upstream, name);
-        spend_rate(ctx, snap, scope, (upstream, ""), key, name).await
+        spend_method_rate(ctx, snap, upstream, method).await
     }
+}
+
+/// Spends the caller's allowance for `method` on `upstream`
+/// (`policy::admit::method_rate`): a prompt, resource or completion
+/// request, or one about a task.
+pub(super) async fn spend_method_rate(
+    ctx: &RequestCtx,
+    snap: &Snapshot,
+    upstream: &str,
+    method: Method,
+) -> Result<(), Denied> {
+    let name = method.name().unwrap_or_default();
+    let (scope, key) = admit::method_rate(&snap.live.config, &ctx.principal, upstream, name);
+    spend_rate(ctx, snap, scope, (upstream, ""), key, name).await
 }
 
 impl Gateway {

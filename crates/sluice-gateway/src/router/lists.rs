@@ -204,13 +204,7 @@ impl Gateway {
         shape: Shape,
     ) -> Result<Value, Denied> {
         let now = now_ms();
-        let start = match cursor {
-            None | Some(Value::Null) => 0,
-            Some(token) => {
-                let position = self.cursors.open(token, surface, filter, now)?;
-                resume_at(rows.len, &rows.key, &position)
-            }
-        };
+        let start = self.page_start(surface, filter, rows.len, &rows.key, cursor, now)?;
         let end = rows.len.min(start.saturating_add(limit));
         let window: Vec<Value> = (start..end).map(&rows.row).collect();
         let page = build_page(&window, end < rows.len, max_bytes, shape, |n| {
@@ -221,6 +215,29 @@ impl Gateway {
             self.cursors.issue(surface, filter, &position, now)
         });
         Ok(page.value)
+    }
+}
+
+impl Gateway {
+    /// Where a page of a list of `len` rows (`key(i)`: row i's key)
+    /// starts: the beginning, or after the position a valid cursor for
+    /// `surface` and `filter` names.
+    pub(super) fn page_start<'k>(
+        &self,
+        surface: &str,
+        filter: &Value,
+        len: usize,
+        key: impl Fn(usize) -> &'k str,
+        cursor: Option<&Value>,
+        now: u64,
+    ) -> Result<usize, Denied> {
+        match cursor {
+            None | Some(Value::Null) => Ok(0),
+            Some(token) => {
+                let position = self.cursors.open(token, surface, filter, now)?;
+                Ok(resume_at(len, key, &position))
+            }
+        }
     }
 }
 

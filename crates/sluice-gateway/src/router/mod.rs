@@ -15,6 +15,7 @@
 //! - `completions`: `completion/complete`;
 //! - `logging`: `logging/setLevel`;
 //! - `listen`: `subscriptions/listen` (2026-07-28);
+//! - `tasks`: the tasks surface (`tasks/get`, ..., `tasks/list`);
 //! - `lists`: every list a page at a time, and progressive mode's
 //!   meta-tools;
 //! - `forward`: one forwarded request driven to its answer, relaying what

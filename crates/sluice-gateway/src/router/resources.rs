@@ -129,9 +129,11 @@ impl Gateway {
 
     /// A legacy session ended (DELETE, expiry, a second `initialize`): its
     /// resource subscriptions are released, upstream too when it was the
-    /// last (on their own tasks: nothing waits for the upstream).
+    /// last (on their own tasks: nothing waits for the upstream), and its
+    /// tasks leave the record (they still answer by their ids).
     pub fn end_session(&self, session: &ClientSession) {
         session.closed.cancel();
+        self.hub.tasks.end_session(session.id);
         for (uri, upstream) in session.take_subscriptions() {
             if self.hub.release_subscription(&upstream, &uri) {
                 self.unsubscribe_upstream(&upstream, &uri);

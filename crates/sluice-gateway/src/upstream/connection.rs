@@ -13,8 +13,8 @@
 //!   elicitation) go to the request they relate to: over HTTP the one whose
 //!   response stream carried them; over stdio, where nothing on the wire
 //!   says, the most recent request still in flight;
-//! - `list_changed` and `resources/updated` become [`UpstreamEvent`]s for the
-//!   supervisor.
+//! - `list_changed`, `resources/updated` and task statuses become
+//!   [`UpstreamEvent`]s for the supervisor.
 //!
 //! A request that is dropped before its answer (timeout, client gone,
 //! client cancellation) sends `notifications/cancelled` upstream.
@@ -26,7 +26,7 @@ use std::time::Duration;
 
 use serde_json::{Value, json};
 use sluice_core::jsonrpc::{self, Message, RpcError};
-use sluice_core::method::Method;
+use sluice_core::method::{Method, notification};
 use sluice_core::policy::{Denied, UpstreamFailure};
 use sluice_core::protocol::{self, Era};
 use tokio::sync::{mpsc, oneshot};
@@ -72,6 +72,11 @@ pub(crate) enum UpstreamEvent {
     ResourceUpdated(Value),
     /// A log message that no request in flight can take.
     Log(Value),
+    /// A task's status (`notifications/tasks/status`, or 2026-07-28's
+    /// `notifications/tasks`): its params, naming the upstream's task id.
+    /// Never a request's: whatever stream carried it, only the task's
+    /// owner may hear it.
+    TaskStatus(Value),
 }
 
 /// One request to send.
@@ -500,6 +505,9 @@ impl Shared {
             }
             "notifications/resources/updated" => {
                 let _ = self.events.try_send(UpstreamEvent::ResourceUpdated(params));
+            }
+            notification::TASK_STATUS | notification::TASKS => {
+                let _ = self.events.try_send(UpstreamEvent::TaskStatus(params));
             }
             // The upstream acknowledging a cancellation sluice relayed, or
             // cancelling its own server-to-client request, or confirming

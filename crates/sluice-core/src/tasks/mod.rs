@@ -21,11 +21,15 @@
 //! | legacy    | 2026-07-28 | the client's capabilities carry no extension, so the upstream runs the call as an ordinary one (or refuses a task-only tool with `-32021`) |
 //! | any       | without tasks | `params.task` is removed; the call runs as an ordinary one |
 //!
-//! `tasks/list` is not served: the upstream would list every task on its
-//! connection, every client's, and sluice keeps no table of who owns
-//! which. `notifications/tasks/status` is not routed back (nothing says
-//! which client a notification on the shared connection is for): clients
-//! poll with `tasks/get`, as the specification lets them.
+//! `tasks/list` (2025-11-25) and `notifications/tasks/status` are served
+//! from sluice's own record of who started which task ([`record`]): a
+//! session lists its own tasks only, and a status goes to the session that
+//! owns the task, with the id sealed for it. 2026-07-28 has no
+//! `tasks/list`; its `notifications/tasks` come on a `subscriptions/listen`
+//! stream that names task ids, which sluice does not open upstream, so a
+//! 2026-07-28 client polls `tasks/get`.
+
+pub mod record;
 
 use serde_json::{Map, Value, json};
 
@@ -155,6 +159,15 @@ pub fn created_task(answer: &Value) -> bool {
         || answer.pointer("/task/taskId").is_some_and(Value::is_string)
 }
 
+/// The upstream's id of the task an answer to `tools/call` created
+/// (`task.taskId` in 2025-11-25, `taskId` in 2026-07-28).
+pub fn created_id(answer: &Value) -> Option<&str> {
+    answer
+        .pointer("/task/taskId")
+        .or_else(|| answer.get(TaskMethod::ID_FIELD))
+        .and_then(Value::as_str)
+}
+
 /// Whether an upstream runs tools as tasks for clients of its era: a
 /// legacy one declares `tasks.requests.tools.call`, a modern one the
 /// extension.
@@ -186,8 +199,9 @@ pub fn strip_task_request(params: &mut Value) {
 
 /// What sluice declares of tasks to a client of `era` speaking `version`,
 /// given the capabilities of the upstreams of that era that are
-/// connected: the legacy `tasks` capability (`cancel` only when every such
-/// upstream cancels), or the 2026 extension. `None` when no upstream runs
+/// connected: the legacy `tasks` capability (`list`, served from sluice's
+/// record; `cancel` only when every such upstream cancels), or the 2026
+/// extension. `None` when no upstream runs
 /// tasks, or the client's version has none (2025-06-18 and before).
 pub fn served_capability<'a>(
     era: Era,
@@ -210,7 +224,8 @@ pub fn served_capability<'a>(
             let cancels = running
                 .iter()
                 .all(|caps| caps.pointer("/tasks/cancel").is_some_and(|c| !c.is_null()));
-            let mut tasks = json!({"requests": {"tools": {"call": {}}}});
+            // `list` whatever the upstreams say: sluice lists from its record.
+            let mut tasks = json!({"list": {}, "requests": {"tools": {"call": {}}}});
             if cancels {
                 tasks["cancel"] = json!({});
             }
@@ -289,6 +304,13 @@ mod tests {
         );
         assert_eq!(modern_get["result"]["content"][0]["text"], "taskId");
         assert!(created_task(&legacy_created) && created_task(&modern_created));
+        let legacy = json!({"task": {"taskId": "t1", "status": "working"}});
+        assert_eq!(created_id(&legacy), Some("t1"));
+        assert_eq!(
+            created_id(&json!({"resultType": "task", "taskId": "t2"})),
+            Some("t2")
+        );
+        assert_eq!(created_id(&json!({"content": []})), None);
         assert!(!created_task(
             &json!({"content": [], "resultType": "complete"})
         ));
@@ -305,15 +327,16 @@ mod tests {
         assert!(!upstream_runs_tasks(Era::Modern, &legacy_tasks));
         assert!(upstream_runs_tasks(Era::Modern, &modern_tasks));
         assert!(!upstream_runs_tasks(Era::Legacy, &modern_tasks));
-        // Never `list`: sluice does not serve tasks/list.
+        // Never `list`: an upstream's `tasks.list` would list every client's
+        // tasks; sluice serves tasks/list from its record whatever the upstream.
         let (v11, v06, v26) = ("2025-11-25", "2025-06-18", "2026-07-28");
         assert_eq!(
             served_capability(Era::Legacy, v11, [&legacy_tasks, &plain]),
-            Some(json!({"cancel": {}, "requests": {"tools": {"call": {}}}}))
+            Some(json!({"list": {}, "cancel": {}, "requests": {"tools": {"call": {}}}}))
         );
         assert_eq!(
             served_capability(Era::Legacy, v11, [&legacy_tasks, &legacy_no_cancel]),
-            Some(json!({"requests": {"tools": {"call": {}}}}))
+            Some(json!({"list": {}, "requests": {"tools": {"call": {}}}}))
         );
         // 2025-06-18 has no tasks at all.
         assert_eq!(served_capability(Era::Legacy, v06, [&legacy_tasks]), None);
@@ -365,6 +388,11 @@ mod tests {
     fn methods_by_era() {
         assert!(TaskMethod::Result.in_era(Era::Legacy) && !TaskMethod::Result.in_era(Era::Modern));
         assert!(TaskMethod::Update.in_era(Era::Modern) && !TaskMethod::Update.in_era(Era::Legacy));
+        assert!(TaskMethod::List.in_era(Era::Legacy) && !TaskMethod::List.in_era(Era::Modern));
+        assert_eq!(
+            crate::method::Method::Task(TaskMethod::List).name_field(),
+            None
+        );
         for m in [TaskMethod::Get, TaskMethod::Cancel] {
             assert!(m.in_era(Era::Legacy) && m.in_era(Era::Modern));
         }
