@@ -419,4 +419,76 @@ mod tests {
         assert_eq!(listed.len(), 1);
         assert!(matches!(listed[0].1, Err(VaultError::Sealed { .. })));
     }
+
+    /// The vault in PostgreSQL, beside the audit log in the same database
+    /// (each with its own migrations table), sealed as in SQLite.
+    #[tokio::test]
+    async fn logins_on_postgres_share_the_audit_database_and_stay_sealed() {
+        let Ok(server) = std::env::var("SLUICE_TEST_POSTGRES_URL") else {
+            panic!(
+                "SLUICE_TEST_POSTGRES_URL is not set: start PostgreSQL with `eval \"$(scripts/services.sh start)\"`"
+            );
+        };
+        let admin = PgPoolOptions::new()
+            .max_connections(1)
+            .connect(&server)
+            .await
+            .unwrap();
+        let name = format!("sluice_vault_{}", std::process::id());
+        sqlx::query(AssertSqlSafe(format!("DROP DATABASE IF EXISTS {name}")))
+            .execute(&admin)
+            .await
+            .unwrap();
+        sqlx::query(AssertSqlSafe(format!("CREATE DATABASE {name}")))
+            .execute(&admin)
+            .await
+            .unwrap();
+        let (base, rest) = server.rsplit_once('/').unwrap();
+        let query = rest
+            .split_once('?')
+            .map_or(String::new(), |(_, q)| format!("?{q}"));
+        let url = format!("{base}/{name}{query}");
+        crate::ops::audit::AuditStore::open_postgres(&url)
+            .await
+            .unwrap();
+        for _ in 0..2 {
+            let vault = Vault::open_postgres(&url, VaultKeys::new([9; 32], None))
+                .await
+                .unwrap();
+            let r = record("alice", "docs", "pg-access-token-0123456789");
+            vault.save(&r, 1).await.unwrap();
+            let key = VaultKey {
+                principal: "alice".into(),
+                upstream: "docs".into(),
+            };
+            assert_eq!(vault.load(&key).await.unwrap(), Some(r));
+        }
+        // The audit log still opens beside it.
+        crate::ops::audit::AuditStore::open_postgres(&url)
+            .await
+            .unwrap();
+        let Db::Postgres(pool) = Vault::open_postgres(&url, VaultKeys::new([9; 32], None))
+            .await
+            .unwrap()
+            .db
+        else {
+            panic!("postgres")
+        };
+        let rows: Vec<(String,)> = sqlx::query_as("SELECT t::text FROM upstream_logins t")
+            .fetch_all(&pool)
+            .await
+            .unwrap();
+        assert_eq!(rows.len(), 1);
+        for secret in ["pg-access-token-0123456789", "client-secret-value"] {
+            assert!(
+                !rows[0].0.contains(secret),
+                "{secret} is stored in the clear"
+            );
+        }
+        pool.close().await;
+        sqlx::query(AssertSqlSafe(format!("DROP DATABASE {name} WITH (FORCE)")))
+            .execute(&admin)
+            .await
+            .unwrap();
+    }
 }
