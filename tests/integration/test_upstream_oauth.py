@@ -94,6 +94,14 @@ def notes_server(tmp_path: Path) -> Any:
     proc.wait(timeout=10)
 
 
+async def wait_for_whoami(client: Client) -> None:
+    """Until sluice lists the upstream's tool (its catalog read after the upstream connected)."""
+    for _ in range(100):
+        if "notes__whoami" in [t.name for t in (await client.list_tools()).tools]:
+            return
+        await anyio.sleep(0.2)
+
+
 async def call_whoami(config: Path, log: Path, calls: list[float]) -> list[Any]:
     """Connects through sluice and calls `notes__whoami` at each offset of `calls` (seconds from
     the first call); each outcome is the parsed answer or the MCPError."""
@@ -101,10 +109,7 @@ async def call_whoami(config: Path, log: Path, calls: list[float]) -> list[Any]:
     with anyio.fail_after(120):
         async with Client(stdio_server(config, log), mode="legacy", cache=None,
                           read_timeout_seconds=H.OP_TIMEOUT) as client:
-            for _ in range(100):
-                if "notes__whoami" in [t.name for t in (await client.list_tools()).tools]:
-                    break
-                await anyio.sleep(0.2)
+            await wait_for_whoami(client)
             start = time.monotonic()
             for at in calls:
                 await anyio.sleep(max(0.0, start + at - time.monotonic()))
@@ -167,10 +172,7 @@ def test_login_refresh_revocation_and_logout_against_a_real_oauth_server(notes_s
         got: list[Any] = []
         async with Client(stdio_server(config, log), mode="legacy", cache=None,
                           read_timeout_seconds=H.OP_TIMEOUT) as client:
-            for _ in range(100):
-                if "notes__whoami" in [t.name for t in (await client.list_tools()).tools]:
-                    break
-                await anyio.sleep(0.2)
+            await wait_for_whoami(client)
             for step in ("before", "revoked", "after a new login"):
                 if step == "revoked":
                     await anyio.to_thread.run_sync(lambda: urllib.request.urlopen(revoke, timeout=10))

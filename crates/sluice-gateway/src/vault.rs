@@ -189,20 +189,9 @@ impl Vault {
 
     /// Forgets the login of `key`; whether there was one.
     pub async fn delete(&self, key: &VaultKey) -> Result<bool, VaultError> {
-        let sql = "DELETE FROM upstream_logins WHERE principal = $1 AND upstream = $2";
         let done = match &self.db {
-            Db::Sqlite(p) => sqlx::query(sql)
-                .bind(&key.principal)
-                .bind(&key.upstream)
-                .execute(p)
-                .await?
-                .rows_affected(),
-            Db::Postgres(p) => sqlx::query(sql)
-                .bind(&key.principal)
-                .bind(&key.upstream)
-                .execute(p)
-                .await?
-                .rows_affected(),
+            Db::Sqlite(p) => delete(p, key).await?.rows_affected(),
+            Db::Postgres(p) => delete(p, key).await?.rows_affected(),
         };
         Ok(done > 0)
     }
@@ -290,6 +279,20 @@ where
     .execute(pool)
     .await?;
     Ok(())
+}
+
+async fn delete<DB>(pool: &Pool<DB>, key: &VaultKey) -> Result<DB::QueryResult, sqlx::Error>
+where
+    DB: Database,
+    for<'c> &'c Pool<DB>: Executor<'c, Database = DB>,
+    DB::Arguments: IntoArguments<DB>,
+    for<'t> &'t str: Encode<'t, DB> + Type<DB>,
+{
+    sqlx::query::<DB>("DELETE FROM upstream_logins WHERE principal = $1 AND upstream = $2")
+        .bind(key.principal.as_str())
+        .bind(key.upstream.as_str())
+        .execute(pool)
+        .await
 }
 
 async fn list<DB>(pool: &Pool<DB>) -> Result<Vec<(VaultKey, String)>, sqlx::Error>

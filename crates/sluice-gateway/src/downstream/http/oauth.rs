@@ -31,7 +31,7 @@ use sluice_core::upstream_auth::web::{
 };
 
 use super::HttpState;
-use crate::upstream::oauth::login::{self, Callback};
+use crate::upstream::oauth::login::{self, Callback, CallbackQuery};
 use crate::upstream::oauth::now_ms;
 
 /// Nothing from elsewhere, no script, never framed (S-9: clickjacking).
@@ -56,15 +56,6 @@ struct TicketQuery {
 struct ConsentForm {
     ticket: String,
     consent: String,
-}
-
-#[derive(Deserialize)]
-struct CallbackQuery {
-    code: Option<String>,
-    state: Option<String>,
-    iss: Option<String>,
-    error: Option<String>,
-    error_description: Option<String>,
 }
 
 /// A page with the login pages' security headers, and cookies to set.
@@ -243,16 +234,13 @@ async fn callback(
         Err(e) => return refusal(StatusCode::BAD_REQUEST, &e.to_string()),
     };
     let clear = set_cookie(FLOW_COOKIE, "", 0);
-    let code = match (query.code, query.error) {
+    let refused = query.refusal();
+    let code = match (query.code, refused) {
         (Some(code), None) => code,
-        (_, error) => {
+        (_, why) => {
             let why = format!(
                 "the authorization server refused: {}",
-                error.unwrap_or_else(|| "no code".into())
-                    + &query
-                        .error_description
-                        .map(|d| format!(": {d}"))
-                        .unwrap_or_default()
+                why.unwrap_or_else(|| "no code came back".into())
             );
             return page(
                 StatusCode::BAD_REQUEST,

@@ -397,14 +397,26 @@ async fn legacy_metadata(
     serde_json::from_slice(&body).map_err(|e| failed(e.to_string()))
 }
 
-/// The query of the redirect back to sluice.
+/// The query of the redirect back to sluice (RFC 6749 section 4.1.2, with
+/// RFC 9207's `iss`).
 #[derive(Debug, Deserialize)]
-struct CallbackQuery {
-    code: Option<String>,
-    state: Option<String>,
-    iss: Option<String>,
-    error: Option<String>,
-    error_description: Option<String>,
+pub(crate) struct CallbackQuery {
+    pub(crate) code: Option<String>,
+    pub(crate) state: Option<String>,
+    pub(crate) iss: Option<String>,
+    pub(crate) error: Option<String>,
+    pub(crate) error_description: Option<String>,
+}
+
+impl CallbackQuery {
+    /// The authorization server's refusal, in words, if it sent one.
+    pub(crate) fn refusal(&self) -> Option<String> {
+        let error = self.error.as_ref()?;
+        Some(match &self.error_description {
+            Some(d) => format!("{error}: {d}"),
+            None => error.clone(),
+        })
+    }
 }
 
 /// A redirect that carries a code.
@@ -455,21 +467,18 @@ async fn callback(
     let Some(tx) = slot.outcome.lock().await.take() else {
         return page("This login link was already used.");
     };
-    let outcome = match query {
-        CallbackQuery {
-            code: Some(code),
-            state: Some(state),
-            iss,
-            ..
-        } => Ok(Callback { code, state, iss }),
-        CallbackQuery {
-            error: Some(e),
-            error_description,
-            ..
-        } => Err(LoginError::Refused(match error_description {
-            Some(d) => format!("{e}: {d}"),
-            None => e,
-        })),
+    let refused = query.refusal();
+    let outcome = match (query, refused) {
+        (_, Some(why)) => Err(LoginError::Refused(why)),
+        (
+            CallbackQuery {
+                code: Some(code),
+                state: Some(state),
+                iss,
+                ..
+            },
+            None,
+        ) => Ok(Callback { code, state, iss }),
         _ => Err(LoginError::Refused("the redirect carried no code".into())),
     };
     let message = match &outcome {
