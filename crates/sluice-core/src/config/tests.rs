@@ -58,7 +58,7 @@ fn unknown_keys_are_errors_with_position() {
     assert_eq!(
         e,
         [
-            "sluice.toml:3:1: server.listn: unknown key; did you mean `listen`? (allowed: listen, separator, request_timeout, session_idle_timeout, max_sessions, session_max_age, startup_timeout, shutdown_grace, allowed_origins, connections)"
+            "sluice.toml:3:1: server.listn: unknown key; did you mean `listen`? (allowed: listen, separator, request_timeout, session_idle_timeout, max_sessions, session_max_age, startup_timeout, shutdown_grace, allowed_origins, public_url, connections)"
         ]
     );
     let e = errors("[[upstream]]\nname = \"a\"\ncommand = \"x\"\ncomand = \"y\"\n");
