@@ -167,6 +167,37 @@ fn pagination_and_version_detectors() {
 }
 
 #[test]
+fn cancellation_detectors() {
+    // A server that a cancellation takes down, in both eras: the request
+    // after it gets no answer (2026-07-28 has no ping: server/discover).
+    fails_and_passes(
+        "S-13/cancellation",
+        &with(&["--violate", "cancel-crash"]),
+        &CLEAN,
+        "after notifications/cancelled for tools/list, server/discover got no answer",
+    );
+    fails_and_passes(
+        "S-13/cancellation",
+        &["--era", "legacy", "--violate", "cancel-crash"],
+        &["--era", "legacy"],
+        "after notifications/cancelled for tools/list, ping got no answer",
+    );
+    fails_and_passes(
+        "S-13/init-uncancellable",
+        &["--era", "legacy", "--violate", "cancellable-initialize"],
+        &["--era", "legacy"],
+        "notifications/cancelled naming it, ping was answered error -32600",
+    );
+    // 2026-07-28 has no initialize to cancel.
+    let report = stdio(&CLEAN, None);
+    let f = finding(&report, "S-13/init-uncancellable");
+    assert_eq!(
+        f["note"], "not applicable: 2026-07-28 has no initialize",
+        "{f}"
+    );
+}
+
+#[test]
 fn envelope_detectors() {
     let cases = [
         (

@@ -277,6 +277,14 @@ pub enum Violation {
     /// JSON parsers go (serde_json stops at 128): the answer cannot be read, but its `id`,
     /// which comes first, can.
     DeepAnswer,
+    /// A `notifications/cancelled` (for any request, answered or not) makes the fixture exit
+    /// (status 3): a server that a cancellation takes down (S-13: cancellation is
+    /// fire-and-forget).
+    CancelCrash,
+    /// A `notifications/cancelled` naming the `initialize` request is honoured: every later
+    /// 2025-era request is answered -32600 (S-13: `initialize` is never cancelled). Per
+    /// process: meant for stdio.
+    CancellableInitialize,
 }
 
 /// How deep `--violate deep-answer` nests `echo`'s result.

@@ -112,6 +112,35 @@ pub struct HttpProbes {
     pub refused_calls: Vec<(String, Option<String>)>,
 }
 
+/// The fire-and-forget cancellation probe (S-13): a request, then
+/// `notifications/cancelled` for it (over 2026-07-28 HTTP: its response
+/// stream closed, which is the cancellation there), then a `ping`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct CancelProbe {
+    /// The method cancelled.
+    pub method: String,
+    /// The cancelled request's answer, if one came (allowed: the server
+    /// may have finished first).
+    pub cancelled: Option<Outcome>,
+    /// The request sent after the cancellation (`ping`; `server/discover`
+    /// in 2026-07-28, which has no `ping`).
+    pub next_method: String,
+    /// Its answer.
+    pub next: Outcome,
+}
+
+/// The probe of an `initialize` followed at once by
+/// `notifications/cancelled` naming it (S-13: `initialize` is never
+/// cancelled), on a fresh stdio process.
+#[derive(Debug, Clone, PartialEq)]
+pub struct InitializeCancelProbe {
+    /// The answer to that `initialize`.
+    pub initialize: Outcome,
+    /// The `ping` sent after `notifications/initialized`, when the
+    /// `initialize` was answered.
+    pub next: Option<Outcome>,
+}
+
 /// What a second principal (`--second-bearer-env`) was served.
 #[derive(Debug, Clone, PartialEq, Default)]
 pub struct SecondPrincipal {
@@ -174,6 +203,11 @@ pub struct Observations {
     pub read_budget: usize,
     /// Progress notifications that named a token no request carried.
     pub stray_progress: u64,
+    /// The fire-and-forget cancellation probe.
+    pub cancellation: Option<CancelProbe>,
+    /// The cancelled `initialize` probe (stdio, 2025 era only; `None`
+    /// where it cannot be sent).
+    pub initialize_cancelled: Option<InitializeCancelProbe>,
     /// The URL, over HTTP.
     pub url: Option<String>,
     /// Whether the doctor sent credentials (`--header`, `--bearer-env`).

@@ -86,6 +86,10 @@ detectors! {
         "end each list with a page without nextCursor; never repeat a cursor or an entry";
     PROGRESS = "S-13/progress", "S-13", "progress names only an active request's progressToken, increasing",
         "send notifications/progress with the request's progressToken, a progress value that increases, and none after the response";
+    CANCELLATION = "S-13/cancellation", "S-13", "after notifications/cancelled for a request, the server stays up and answers the next request",
+        "treat notifications/cancelled as fire-and-forget: stop the work (or ignore an unknown or finished id), send no error, keep serving";
+    INITIALIZE_UNCANCELLABLE = "S-13/init-uncancellable", "S-13", "an initialize followed by notifications/cancelled naming it is still answered and its session served",
+        "ignore notifications/cancelled for initialize: answer it and serve the session it opens";
     VERSION_ECHO = "S-14/version-echo", "S-14", "version negotiation answers with a version the server supports",
         "answer initialize with the requested version when supported, else your latest supported version";
     UNKNOWN_VERSION = "S-14/unknown-version", "S-14", "an unknown protocol version is not served as if it were known",
@@ -250,6 +254,8 @@ fn verdict(d: &Detector, obs: &Observations) -> Verdict {
         "S-12/opaque-cursor" => s12::opaque_cursor(obs),
         "S-12/pagination" => s12::pagination(obs),
         "S-13/progress" => s13::progress(obs),
+        "S-13/cancellation" => s13::cancellation(obs),
+        "S-13/init-uncancellable" => s13::initialize_uncancellable(obs),
         "S-14/version-echo" => s14::version_echo(obs),
         "S-14/unknown-version" => s14::unknown_version(obs),
         "S-14/capabilities" => s14::capabilities(obs),
