@@ -85,6 +85,7 @@ EXPECTED_EVERYTHING_STDIO: dict[str, str] = {
     **_STDIO,
     **_NO_LOAD,
     "S-6/list-changed": "pass",
+    "S-6/list-changed-sent": "not-observable",  # no read-only call changes the tool list
     "S-14/capabilities": "pass",
     "S-15/completion-inputs": "pass",  # a completion for an unknown prompt is an error
     "S-15/completion-rate-limit": "could-not-judge",  # declares completions; no --allow-load
@@ -132,6 +133,7 @@ EXPECTED_TIME_STDIO: dict[str, str] = {
     **_STDIO,
     **_NO_LOAD,
     "S-6/list-changed": "fail",  # capabilities.tools without listChanged
+    "S-6/list-changed-sent": "pass",  # not applicable: listChanged not declared
     "S-14/capabilities": "pass",  # not applicable: 2026-07-28
     "S-15/completion-inputs": "pass",  # not applicable: no completions
     "S-15/completion-rate-limit": "pass",  # not applicable: no completions
@@ -169,6 +171,7 @@ EXPECTED_EVERYTHING_2025_STDIO: dict[str, str] = {
     **_STDIO,
     **_NO_LOAD,
     "S-6/list-changed": "fail",  # capabilities.tools without listChanged
+    "S-6/list-changed-sent": "pass",  # not applicable: listChanged not declared
     "S-14/capabilities": "pass",
     "S-15/completion-inputs": "fail",  # a completion for a prompt that does not exist is answered
     "S-15/completion-rate-limit": "could-not-judge",

@@ -14,6 +14,7 @@ mod http;
 mod raw_stdio;
 
 use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
 use serde_json::{Value, json};
@@ -31,7 +32,7 @@ use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
 use crate::gateway::{NAME, VERSION};
-use crate::upstream::{self, Connection, Related, Settings};
+use crate::upstream::{self, Connection, Related, Settings, UpstreamEvent};
 use http::{As, Endpoint, UNKNOWN_VERSION};
 use raw_stdio::raw_stdio;
 use sluice_core::policy::UpstreamFailure;
@@ -247,7 +248,18 @@ async fn observe(options: &Options) -> Observations {
     let settings = settings(options);
     let config = upstream_config(&options.target, &options.headers);
     let (events, mut drain) = mpsc::channel(64);
-    tokio::spawn(async move { while drain.recv().await.is_some() {} });
+    // The tool list's change notifications are counted (S-6); the rest is
+    // dropped.
+    let list_changed = Arc::new(AtomicU64::new(0));
+    let counted = Arc::clone(&list_changed);
+    tokio::spawn(async move {
+        while let Some(event) = drain.recv().await {
+            if matches!(&event, UpstreamEvent::ListChanged(m) if m == "notifications/tools/list_changed")
+            {
+                counted.fetch_add(1, Ordering::Relaxed);
+            }
+        }
+    });
     let conn = match upstream::connect(&config, &settings, events, &CancellationToken::new()).await
     {
         Ok(conn) => conn,
@@ -333,6 +345,15 @@ async fn observe(options: &Options) -> Observations {
             Some(request(&conn, "completion/complete", bogus, options.timeout).await);
     }
     call_tools(&conn, &mut obs, options).await;
+    if !obs.calls.is_empty() && conn.offers("tools") {
+        // A call may have changed the tool list: read it again (S-6).
+        if let CatalogRead::Complete(after) =
+            upstream::read_catalog(&conn, &settings, &|_| {}).await
+        {
+            obs.tools_after_calls = Some(after.list(ListKind::Tools).to_vec());
+        }
+        obs.tools_list_changed = list_changed.load(Ordering::Relaxed);
+    }
     if let Some(endpoint) = &endpoint
         && description.era == Era::Modern
     {

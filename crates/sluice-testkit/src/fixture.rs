@@ -117,10 +117,13 @@ impl Fixture {
     }
 
     /// Registers one more `added_N` tool and tells the open `subscriptions/listen` streams that
-    /// asked for `toolsListChanged`; returns its name. (Legacy list_changed is the caller's job.)
+    /// asked for `toolsListChanged` (none under `--violate silent-list-change`); returns its
+    /// name. (Legacy list_changed is the caller's job.)
     pub fn add_tool(&self) -> String {
         let name = catalog::added_name(self.added.fetch_add(1, Ordering::SeqCst));
-        self.subs.tools_changed();
+        if !self.cfg.violates(Violation::SilentListChange) {
+            self.subs.tools_changed();
+        }
         name
     }
 
@@ -167,6 +170,12 @@ fn build_tools(cfg: &Config, added: usize) -> Vec<Value> {
         && let Some(elicit) = tools.iter_mut().find(|t| t["name"] == "elicit")
     {
         elicit["annotations"] = json!({"readOnlyHint": true});
+    }
+    // So that a checker that calls non-destructive tools changes the tool list (S-6).
+    if cfg.callable_add_tool
+        && let Some(add) = tools.iter_mut().find(|t| t["name"] == "add_tool")
+    {
+        add["annotations"] = json!({"readOnlyHint": false, "destructiveHint": false});
     }
     tools.extend(cfg.tools_named.iter().map(|name| {
         catalog::tool(

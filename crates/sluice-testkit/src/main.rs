@@ -162,6 +162,11 @@ pub struct Config {
     #[arg(long, value_enum, value_name = "MODE")]
     pub list_tool: Option<ListToolMode>,
 
+    /// Annotate `add_tool` `destructiveHint: false`, so that a checker that calls such tools
+    /// (`sluice doctor --allow-calls`) calls it and sees the tool list change.
+    #[arg(long)]
+    pub callable_add_tool: bool,
+
     /// Append every request received to FILE, one JSON line each:
     /// `{"method", "params", "traceparent"}` (`traceparent`: the HTTP header, `null` on stdio),
     /// so that a test can see exactly what a gateway sent upstream.
@@ -285,6 +290,9 @@ pub enum Violation {
     /// 2025-era request is answered -32600 (S-13: `initialize` is never cancelled). Per
     /// process: meant for stdio.
     CancellableInitialize,
+    /// `add_tool` registers its tool without sending `notifications/tools/list_changed`
+    /// (S-6: a tool set that changes is announced), though `tools.listChanged` is declared.
+    SilentListChange,
 }
 
 /// How deep `--violate deep-answer` nests `echo`'s result.

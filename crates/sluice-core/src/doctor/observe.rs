@@ -203,6 +203,11 @@ pub struct Observations {
     pub read_budget: usize,
     /// Progress notifications that named a token no request carried.
     pub stray_progress: u64,
+    /// The tool list read again after the calls, when a call was made.
+    pub tools_after_calls: Option<Vec<Value>>,
+    /// How many `notifications/tools/list_changed` arrived, up to that
+    /// second read.
+    pub tools_list_changed: u64,
     /// The fire-and-forget cancellation probe.
     pub cancellation: Option<CancelProbe>,
     /// The cancelled `initialize` probe (stdio, 2025 era only; `None`

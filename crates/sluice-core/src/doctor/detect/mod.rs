@@ -64,6 +64,8 @@ detectors! {
         "answer 401 with WWW-Authenticate: Bearer resource_metadata=\"...\" and serve the protected resource metadata (resource, authorization_servers) there";
     LIST_CHANGED = "S-6/list-changed", "S-6", "a server with tools declares tools.listChanged",
         "declare \"tools\": {\"listChanged\": true} and send notifications/tools/list_changed when the tool set changes";
+    LIST_CHANGED_SENT = "S-6/list-changed-sent", "S-6", "a tool list that a call changed was announced with notifications/tools/list_changed",
+        "send notifications/tools/list_changed whenever the tool set changes (added, removed, or a schema changed)";
     VERSION = "S-7/version", "S-7", "the server's version is observable before auth",
         "put \"version\" in serverInfo and, over HTTP, in an unauthenticated GET /health";
     MANIFEST_VERSION = "S-7/manifest-version", "S-7", "the manifest's version is the served serverInfo.version",
@@ -205,6 +207,14 @@ fn cannot(reason: impl Into<String>) -> Verdict {
     }
 }
 
+/// Not observable on this run: nothing the doctor could do provoked what
+/// the rule is about (unlike [`NOT_OBSERVABLE`], which no run can see).
+fn unseen(reason: impl Into<String>) -> Verdict {
+    Verdict::NotObservable {
+        reason: reason.into(),
+    }
+}
+
 /// Every detector's verdict on `obs`.
 pub fn judge(obs: &Observations) -> Vec<Finding> {
     DETECTORS
@@ -247,6 +257,7 @@ fn verdict(d: &Detector, obs: &Observations) -> Verdict {
         "S-4/discover" => s4::discover(obs),
         "S-5/resource-server" => auth::resource_server(obs),
         "S-6/list-changed" => lists::list_changed(obs),
+        "S-6/list-changed-sent" => lists::list_changed_sent(obs),
         "S-7/version" => s7::version(obs),
         "S-11/output-schema" => s11::output_schema(obs),
         "S-11/error-codes" => s11::error_codes(obs),
