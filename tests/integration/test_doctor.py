@@ -677,6 +677,73 @@ def test_doctor_passes_sluice_serve_behind_oauth_with_two_principals(
 
 
 # ------------------------------------------------------------------------------------------------
+# The authorization rules on a misbehaving resource server (authed_mcp.py)
+# ------------------------------------------------------------------------------------------------
+
+AUTH_RULES = ("S-5/resource-server", "S-16/http-auth", "S-17/authorization-servers", "S-20/scopes")
+
+# flaw: (the rule it breaks, a line of that finding's evidence); every other authorization rule
+# still passes, or cannot be judged where the broken document was what it reads.
+AUTH_FLAWS = {
+    "no-challenge": ("S-5/resource-server", "the 401 has no WWW-Authenticate header"),
+    "no-resource-metadata": ("S-5/resource-server", "WWW-Authenticate names no resource_metadata"),
+    "wrong-resource": (
+        "S-5/resource-server",
+        "the protected resource metadata's resource is not the URL served (RFC 9728 §3.3)",
+    ),
+    "no-metadata": ("S-5/resource-server", "GET of the protected resource metadata answered HTTP 404"),
+    "no-authorization-servers": (
+        "S-17/authorization-servers",
+        "the protected resource metadata names no authorization_servers",
+    ),
+    "issuer-mismatch": (
+        "S-17/authorization-servers",
+        "authorization server 1: its metadata's issuer is not its own URL (RFC 8414 §3.3)",
+    ),
+    "wildcard-scope": ("S-20/scopes", 'scopes_supported names the wildcard scope "*"'),
+    # Found by sending the refused call again raw in a 2025 session of its own.
+    "unnamed-scope": ("S-20/scopes", "read_report: an insufficient_scope challenge names no scope"),
+}
+
+
+def doctor_authed(flaw: str | None, tmp_path: Path) -> tuple[dict[str, Any], Run, str]:
+    from authed_mcp import AuthedMcpServer
+
+    with AuthedMcpServer(flaw) as srv:
+        os.environ["SLUICE_IT_AUTHED_TOKEN"] = srv.token
+        try:
+            run = run_doctor("--json", "--bearer-env", "SLUICE_IT_AUTHED_TOKEN", srv.url, cwd=tmp_path)
+        finally:
+            os.environ.pop("SLUICE_IT_AUTHED_TOKEN", None)
+        return check_report(run), run, srv.token
+
+
+def test_doctor_passes_a_well_behaved_resource_server(tmp_path: Path, sluice_bin: Path) -> None:
+    report, run, token = doctor_authed(None, tmp_path)
+    by_id = {f["id"]: f for f in report["findings"]}
+    for fid in AUTH_RULES:
+        assert by_id[fid]["verdict"] == "pass", f"{fid}: {by_id[fid]}\n{describe(report)}"
+    assert "not applicable" not in by_id["S-5/resource-server"].get("note", ""), by_id["S-5/resource-server"]
+    # The 2025 server's refused call was sent again for its 403 challenge, which names the scope.
+    assert "1 insufficient_scope challenge(s) name their scopes" in by_id["S-20/scopes"]["note"], by_id["S-20/scopes"]
+    assert token not in run.stdout and token not in run.stderr, "the token appears in the doctor's output"
+
+
+@pytest.mark.parametrize("flaw", sorted(AUTH_FLAWS))
+def test_doctor_fails_a_broken_resource_server(flaw: str, tmp_path: Path, sluice_bin: Path) -> None:
+    report, run, token = doctor_authed(flaw, tmp_path)
+    rule, says = AUTH_FLAWS[flaw]
+    by_id = {f["id"]: f for f in report["findings"]}
+    assert by_id[rule]["verdict"] == "fail", f"{flaw}: {by_id[rule]}"
+    assert says in by_id[rule]["evidence"], f"{flaw}: {by_id[rule]['evidence']}"
+    assert run.returncode == 1, run.show()
+    # One flaw, one failing authorization rule.
+    failing = sorted(fid for fid in AUTH_RULES if by_id[fid]["verdict"] == "fail")
+    assert failing == [rule], f"{flaw}: {failing}\n{describe(report)}"
+    assert token not in run.stdout and token not in run.stderr, "the token appears in the doctor's output"
+
+
+# ------------------------------------------------------------------------------------------------
 # SARIF
 # ------------------------------------------------------------------------------------------------
 

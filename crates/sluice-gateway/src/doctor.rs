@@ -354,10 +354,8 @@ async fn observe(options: &Options) -> Observations {
         }
         obs.tools_list_changed = list_changed.load(Ordering::Relaxed);
     }
-    if let Some(endpoint) = &endpoint
-        && description.era == Era::Modern
-    {
-        refused_calls(endpoint, &mut obs).await;
+    if let Some(endpoint) = &endpoint {
+        refused_calls(endpoint, description.era, &mut obs).await;
     }
     if options.allow_load {
         load(&conn, &mut obs, options.timeout).await;
@@ -394,7 +392,7 @@ async fn cancellation_probes(
 
 /// Each refused tool call sent again raw, for the challenge of a 403 (S-20:
 /// an `insufficient_scope` challenge names the scopes).
-async fn refused_calls(endpoint: &Endpoint<'_>, obs: &mut Observations) {
+async fn refused_calls(endpoint: &Endpoint<'_>, era: Era, obs: &mut Observations) {
     let refused: Vec<(String, Value)> = obs
         .calls
         .iter()
@@ -408,7 +406,7 @@ async fn refused_calls(endpoint: &Endpoint<'_>, obs: &mut Observations) {
         })
         .collect();
     for (tool, arguments) in refused {
-        if let Some((403, challenge)) = http::raw_call(endpoint, &tool, &arguments).await
+        if let Some((403, challenge)) = http::raw_call(endpoint, era, &tool, &arguments).await
             && let Some(probes) = obs.http.as_mut()
         {
             probes.refused_calls.push((tool, challenge));

@@ -108,7 +108,8 @@ pub struct HttpProbes {
     /// but sent with the second one's credentials.
     pub cross_principal: Option<u16>,
     /// The `WWW-Authenticate` header of each 403 a refused tool call got
-    /// when sent again raw (2026-07-28): `(tool, header)`.
+    /// when sent again raw (2026-07-28 stateless, 2025 in a session of its
+    /// own): `(tool, header)`.
     pub refused_calls: Vec<(String, Option<String>)>,
 }
 
