@@ -486,12 +486,16 @@ def _doctor_target(
     case: Case, request: pytest.FixtureRequest, tmp_path: Path
 ) -> tuple[list[str], str | None, str | None]:
     """(doctor arguments, tag of the processes the doctor starts, marker in the server's env)."""
+    # trigger-long-running-operation (read-only) takes 10 s with its default arguments: with the
+    # default 10 s timeout its call may time out, and its last progress then names a cancelled
+    # request (S-13/progress), or not, by a few milliseconds. 15 s lets it finish.
+    slow_tool = ["--timeout", "15s"]
     if case.id == "everything-http":
         srv, marker = request.getfixturevalue("everything_http")
-        return [srv.url], None, marker
+        return [*slow_tool, srv.url], None, marker
     if case.id == "everything-stdio":
         js, tag = peer_link(tmp_path, H.EVERYTHING_JS)
-        return ["--", H.NODE, str(js), "stdio"], tag, None
+        return [*slow_tool, "--", H.NODE, str(js), "stdio"], tag, None
     if case.id == "time-stdio":
         exe, tag = peer_link(tmp_path, H.TIME_BIN)
         return ["--", str(exe), "--local-timezone", "UTC"], tag, None
