@@ -23,11 +23,9 @@ from __future__ import annotations
 
 import json
 import secrets
-import threading
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
-from authserver import FakeAuthServer
+from authserver import FakeAuthServer, LocalServer, QuietHandler
 
 __all__ = ["FLAWS", "AuthedMcpServer"]
 
@@ -52,13 +50,7 @@ TOOL = {
 NEEDED_SCOPE = "reports:read"
 
 
-class _Handler(BaseHTTPRequestHandler):
-    server: _Server
-    protocol_version = "HTTP/1.1"
-
-    def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 - stdlib signature
-        pass
-
+class _Handler(QuietHandler):
     def do_GET(self) -> None:  # noqa: N802 - stdlib name
         owner = self.server.owner
         path = self.path.split("?", 1)[0]
@@ -143,11 +135,6 @@ class _Handler(BaseHTTPRequestHandler):
         self.wfile.write(body)
 
 
-class _Server(ThreadingHTTPServer):
-    daemon_threads = True
-    owner: AuthedMcpServer
-
-
 class AuthedMcpServer:
     """Use as a context manager: ``with AuthedMcpServer(flaw=None) as srv: srv.url, srv.token``."""
 
@@ -157,30 +144,22 @@ class AuthedMcpServer:
         self.token = "authed-mcp-" + secrets.token_hex(16)
         mismatch = "https://elsewhere.example" if flaw == "issuer-mismatch" else None
         self.auth = FakeAuthServer(metadata_issuer=mismatch)
-        self._httpd: _Server | None = None
-        self._thread: threading.Thread | None = None
+        self._local: LocalServer | None = None
 
     def __enter__(self) -> AuthedMcpServer:
         self.auth.start()
-        httpd = _Server(("127.0.0.1", 0), _Handler)
-        httpd.owner = self
-        self._httpd = httpd
-        self._thread = threading.Thread(target=httpd.serve_forever, kwargs={"poll_interval": 0.1}, daemon=True)
-        self._thread.start()
+        self._local = LocalServer(_Handler, self)
         return self
 
     def __exit__(self, *exc: Any) -> None:
-        if self._httpd is not None:
-            self._httpd.shutdown()
-            self._httpd.server_close()
-        if self._thread is not None:
-            self._thread.join(5)
+        if self._local is not None:
+            self._local.stop()
         self.auth.stop()
 
     @property
     def origin(self) -> str:
-        assert self._httpd is not None, "enter first"
-        return f"http://127.0.0.1:{self._httpd.server_address[1]}"
+        assert self._local is not None, "enter first"
+        return f"http://127.0.0.1:{self._local.port}"
 
     @property
     def url(self) -> str:
