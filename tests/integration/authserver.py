@@ -35,7 +35,7 @@ import jwt
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import ec, rsa
 
-__all__ = ["FakeAuthServer", "SigningKey", "b64url"]
+__all__ = ["FakeAuthServer", "LocalServer", "QuietHandler", "SigningKey", "b64url"]
 
 
 def b64url(data: bytes) -> str:
@@ -86,13 +86,17 @@ class SigningKey:
         return self.public.public_bytes(serialization.Encoding.PEM, serialization.PublicFormat.SubjectPublicKeyInfo)
 
 
-class _Handler(BaseHTTPRequestHandler):
+class QuietHandler(BaseHTTPRequestHandler):
+    """HTTP/1.1, no request log; ``self.server.owner`` is what the ``LocalServer`` serves for."""
+
     server: _Server
     protocol_version = "HTTP/1.1"
 
     def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 - stdlib signature
         pass
 
+
+class _Handler(QuietHandler):
     def do_GET(self) -> None:  # noqa: N802 - stdlib name
         owner = self.server.owner
         path = self.path.split("?", 1)[0]
@@ -115,7 +119,23 @@ class _Handler(BaseHTTPRequestHandler):
 
 class _Server(ThreadingHTTPServer):
     daemon_threads = True
-    owner: FakeAuthServer
+    owner: Any
+
+
+class LocalServer:
+    """An HTTP server on 127.0.0.1 (an ephemeral port) in a daemon thread, for ``owner``."""
+
+    def __init__(self, handler: type[QuietHandler], owner: Any) -> None:
+        self._httpd = _Server(("127.0.0.1", 0), handler)
+        self._httpd.owner = owner
+        self.port: int = self._httpd.server_address[1]
+        self._thread = threading.Thread(target=self._httpd.serve_forever, kwargs={"poll_interval": 0.1}, daemon=True)
+        self._thread.start()
+
+    def stop(self) -> None:
+        self._httpd.shutdown()
+        self._httpd.server_close()
+        self._thread.join(5)
 
 
 class FakeAuthServer:
@@ -133,28 +153,20 @@ class FakeAuthServer:
         self._lock = threading.Lock()
         self._counts: Counter[str] = Counter()
         self._last: dict[str, float] = {}
-        self._httpd: _Server | None = None
-        self._thread: threading.Thread | None = None
+        self._local: LocalServer | None = None
         self.port: int | None = None
 
     # --- lifecycle ------------------------------------------------------------------------------
 
     def start(self) -> FakeAuthServer:
-        httpd = _Server(("127.0.0.1", 0), _Handler)
-        httpd.owner = self
-        self._httpd = httpd
-        self.port = httpd.server_address[1]
-        self._thread = threading.Thread(target=httpd.serve_forever, kwargs={"poll_interval": 0.1}, daemon=True)
-        self._thread.start()
+        self._local = LocalServer(_Handler, self)
+        self.port = self._local.port
         return self
 
     def stop(self) -> None:
-        if self._httpd is not None:
-            self._httpd.shutdown()
-            self._httpd.server_close()
-        if self._thread is not None:
-            self._thread.join(5)
-        self._httpd = None
+        if self._local is not None:
+            self._local.stop()
+        self._local = None
 
     def __enter__(self) -> FakeAuthServer:
         return self.start()

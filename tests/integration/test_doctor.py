@@ -85,6 +85,7 @@ EXPECTED_EVERYTHING_STDIO: dict[str, str] = {
     **_STDIO,
     **_NO_LOAD,
     "S-6/list-changed": "pass",
+    "S-6/list-changed-sent": "not-observable",  # no read-only call changes the tool list
     "S-14/capabilities": "pass",
     "S-15/completion-inputs": "pass",  # a completion for an unknown prompt is an error
     "S-15/completion-rate-limit": "could-not-judge",  # declares completions; no --allow-load
@@ -102,6 +103,9 @@ EXPECTED_EVERYTHING_STDIO: dict[str, str] = {
     "S-12/opaque-cursor": "could-not-judge",  # nothing pages: no cursor to judge
     "S-12/pagination": "pass",
     "S-13/progress": "pass",
+    "S-13/cancellation": "pass",  # the ping after a cancelled tools/list is answered
+    # The SDK aborts an initialize that notifications/cancelled names: no answer comes.
+    "S-13/init-uncancellable": "fail",
     "S-14/version-echo": "pass",
     "S-14/unknown-version": "pass",
     "S-22/origin": "pass",  # not applicable: stdio
@@ -119,6 +123,7 @@ EXPECTED_EVERYTHING_HTTP: dict[str, str] = {
     "S-22/origin": "fail",  # a POST with a foreign Origin is not refused with 403
     "S-23/version-header": "pass",
     "S-18/session-binding": "could-not-judge",  # sessions, but no second principal
+    "S-13/init-uncancellable": "pass",  # not applicable over HTTP: the session id comes with the answer
 }
 
 # mcp-server-time 2026.10.19 (speaks 2026-07-28), on stdio.
@@ -128,6 +133,7 @@ EXPECTED_TIME_STDIO: dict[str, str] = {
     **_STDIO,
     **_NO_LOAD,
     "S-6/list-changed": "fail",  # capabilities.tools without listChanged
+    "S-6/list-changed-sent": "pass",  # not applicable: listChanged not declared
     "S-14/capabilities": "pass",  # not applicable: 2026-07-28
     "S-15/completion-inputs": "pass",  # not applicable: no completions
     "S-15/completion-rate-limit": "pass",  # not applicable: no completions
@@ -145,6 +151,8 @@ EXPECTED_TIME_STDIO: dict[str, str] = {
     "S-12/opaque-cursor": "could-not-judge",  # nothing pages: no cursor to judge
     "S-12/pagination": "pass",
     "S-13/progress": "could-not-judge",  # no called tool reports progress
+    "S-13/cancellation": "pass",  # server/discover after a cancelled tools/list is answered
+    "S-13/init-uncancellable": "pass",  # not applicable: 2026-07-28 has no initialize
     "S-14/version-echo": "pass",
     "S-14/unknown-version": "pass",
     "S-22/origin": "pass",  # not applicable: stdio
@@ -163,6 +171,7 @@ EXPECTED_EVERYTHING_2025_STDIO: dict[str, str] = {
     **_STDIO,
     **_NO_LOAD,
     "S-6/list-changed": "fail",  # capabilities.tools without listChanged
+    "S-6/list-changed-sent": "pass",  # not applicable: listChanged not declared
     "S-14/capabilities": "pass",
     "S-15/completion-inputs": "fail",  # a completion for a prompt that does not exist is answered
     "S-15/completion-rate-limit": "could-not-judge",
@@ -180,6 +189,8 @@ EXPECTED_EVERYTHING_2025_STDIO: dict[str, str] = {
     "S-12/opaque-cursor": "fail",  # resources/list cursors decode (base64) to a plain offset
     "S-12/pagination": "pass",
     "S-13/progress": "could-not-judge",  # no read-only tool, so nothing called
+    "S-13/cancellation": "pass",
+    "S-13/init-uncancellable": "fail",  # the SDK aborts a cancelled initialize
     "S-14/version-echo": "pass",
     "S-14/unknown-version": "pass",
     "S-22/origin": "pass",  # not applicable: stdio
@@ -475,12 +486,16 @@ def _doctor_target(
     case: Case, request: pytest.FixtureRequest, tmp_path: Path
 ) -> tuple[list[str], str | None, str | None]:
     """(doctor arguments, tag of the processes the doctor starts, marker in the server's env)."""
+    # trigger-long-running-operation (read-only) takes 10 s with its default arguments: with the
+    # default 10 s timeout its call may time out, and its last progress then names a cancelled
+    # request (S-13/progress), or not, by a few milliseconds. 15 s lets it finish.
+    slow_tool = ["--timeout", "15s"]
     if case.id == "everything-http":
         srv, marker = request.getfixturevalue("everything_http")
-        return [srv.url], None, marker
+        return [*slow_tool, srv.url], None, marker
     if case.id == "everything-stdio":
         js, tag = peer_link(tmp_path, H.EVERYTHING_JS)
-        return ["--", H.NODE, str(js), "stdio"], tag, None
+        return [*slow_tool, "--", H.NODE, str(js), "stdio"], tag, None
     if case.id == "time-stdio":
         exe, tag = peer_link(tmp_path, H.TIME_BIN)
         return ["--", str(exe), "--local-timezone", "UTC"], tag, None
@@ -663,6 +678,73 @@ def test_doctor_passes_sluice_serve_behind_oauth_with_two_principals(
             nobody = unauthenticated.report()
             assert "HTTP 401" in (nobody.get("unreachable") or ""), unauthenticated.show()
             assert unauthenticated.returncode == 2, unauthenticated.show()
+
+
+# ------------------------------------------------------------------------------------------------
+# The authorization rules on a misbehaving resource server (authed_mcp.py)
+# ------------------------------------------------------------------------------------------------
+
+AUTH_RULES = ("S-5/resource-server", "S-16/http-auth", "S-17/authorization-servers", "S-20/scopes")
+
+# flaw: (the rule it breaks, a line of that finding's evidence); every other authorization rule
+# still passes, or cannot be judged where the broken document was what it reads.
+AUTH_FLAWS = {
+    "no-challenge": ("S-5/resource-server", "the 401 has no WWW-Authenticate header"),
+    "no-resource-metadata": ("S-5/resource-server", "WWW-Authenticate names no resource_metadata"),
+    "wrong-resource": (
+        "S-5/resource-server",
+        "the protected resource metadata's resource is not the URL served (RFC 9728 §3.3)",
+    ),
+    "no-metadata": ("S-5/resource-server", "GET of the protected resource metadata answered HTTP 404"),
+    "no-authorization-servers": (
+        "S-17/authorization-servers",
+        "the protected resource metadata names no authorization_servers",
+    ),
+    "issuer-mismatch": (
+        "S-17/authorization-servers",
+        "authorization server 1: its metadata's issuer is not its own URL (RFC 8414 §3.3)",
+    ),
+    "wildcard-scope": ("S-20/scopes", 'scopes_supported names the wildcard scope "*"'),
+    # Found by sending the refused call again raw in a 2025 session of its own.
+    "unnamed-scope": ("S-20/scopes", "read_report: an insufficient_scope challenge names no scope"),
+}
+
+
+def doctor_authed(flaw: str | None, tmp_path: Path) -> tuple[dict[str, Any], Run, str]:
+    from authed_mcp import AuthedMcpServer
+
+    with AuthedMcpServer(flaw) as srv:
+        os.environ["SLUICE_IT_AUTHED_TOKEN"] = srv.token
+        try:
+            run = run_doctor("--json", "--bearer-env", "SLUICE_IT_AUTHED_TOKEN", srv.url, cwd=tmp_path)
+        finally:
+            os.environ.pop("SLUICE_IT_AUTHED_TOKEN", None)
+        return check_report(run), run, srv.token
+
+
+def test_doctor_passes_a_well_behaved_resource_server(tmp_path: Path, sluice_bin: Path) -> None:
+    report, run, token = doctor_authed(None, tmp_path)
+    by_id = {f["id"]: f for f in report["findings"]}
+    for fid in AUTH_RULES:
+        assert by_id[fid]["verdict"] == "pass", f"{fid}: {by_id[fid]}\n{describe(report)}"
+    assert "not applicable" not in by_id["S-5/resource-server"].get("note", ""), by_id["S-5/resource-server"]
+    # The 2025 server's refused call was sent again for its 403 challenge, which names the scope.
+    assert "1 insufficient_scope challenge(s) name their scopes" in by_id["S-20/scopes"]["note"], by_id["S-20/scopes"]
+    assert token not in run.stdout and token not in run.stderr, "the token appears in the doctor's output"
+
+
+@pytest.mark.parametrize("flaw", sorted(AUTH_FLAWS))
+def test_doctor_fails_a_broken_resource_server(flaw: str, tmp_path: Path, sluice_bin: Path) -> None:
+    report, run, token = doctor_authed(flaw, tmp_path)
+    rule, says = AUTH_FLAWS[flaw]
+    by_id = {f["id"]: f for f in report["findings"]}
+    assert by_id[rule]["verdict"] == "fail", f"{flaw}: {by_id[rule]}"
+    assert says in by_id[rule]["evidence"], f"{flaw}: {by_id[rule]['evidence']}"
+    assert run.returncode == 1, run.show()
+    # One flaw, one failing authorization rule.
+    failing = sorted(fid for fid in AUTH_RULES if by_id[fid]["verdict"] == "fail")
+    assert failing == [rule], f"{flaw}: {failing}\n{describe(report)}"
+    assert token not in run.stdout and token not in run.stderr, "the token appears in the doctor's output"
 
 
 # ------------------------------------------------------------------------------------------------

@@ -167,6 +167,85 @@ fn pagination_and_version_detectors() {
 }
 
 #[test]
+fn cancellation_detectors() {
+    // A server that a cancellation takes down, in both eras: the request
+    // after it gets no answer (2026-07-28 has no ping: server/discover).
+    fails_and_passes(
+        "S-13/cancellation",
+        &with(&["--violate", "cancel-crash"]),
+        &CLEAN,
+        "after notifications/cancelled for tools/list, server/discover got no answer",
+    );
+    fails_and_passes(
+        "S-13/cancellation",
+        &["--era", "legacy", "--violate", "cancel-crash"],
+        &["--era", "legacy"],
+        "after notifications/cancelled for tools/list, ping got no answer",
+    );
+    fails_and_passes(
+        "S-13/init-uncancellable",
+        &["--era", "legacy", "--violate", "cancellable-initialize"],
+        &["--era", "legacy"],
+        "notifications/cancelled naming it, ping was answered error -32600",
+    );
+    // 2026-07-28 has no initialize to cancel.
+    let report = stdio(&CLEAN, None);
+    let f = finding(&report, "S-13/init-uncancellable");
+    assert_eq!(
+        f["note"], "not applicable: 2026-07-28 has no initialize",
+        "{f}"
+    );
+}
+
+/// S-6: `add_tool` (annotated `destructiveHint: false` with
+/// `--callable-add-tool`, so `--allow-calls` calls it) adds a tool; the
+/// change must be announced.
+#[test]
+fn list_changed_is_sent_when_a_call_changes_the_tool_list() {
+    let doctor = |allow_calls: bool, extra: &[&str]| {
+        let mut cli = Vec::new();
+        if allow_calls {
+            cli.push("--allow-calls".to_owned());
+        }
+        cli.extend(["--".to_owned(), fixture_bin()]);
+        cli.extend(
+            with(&["--callable-add-tool"])
+                .iter()
+                .chain(extra)
+                .map(|a| (*a).to_owned()),
+        );
+        run(&cli).0
+    };
+    // Both eras: 2026-07-28 announces on subscriptions/listen, 2025 with
+    // an unsolicited notification.
+    for era in ["modern", "legacy"] {
+        let report = doctor(true, &["--era", era, "--violate", "silent-list-change"]);
+        let f = finding(&report, "S-6/list-changed-sent");
+        assert_eq!(f["verdict"], "fail", "{era}: {f}");
+        assert!(
+            f["evidence"]
+                .to_string()
+                .contains("but no notifications/tools/list_changed arrived"),
+            "{f}"
+        );
+        let report = doctor(true, &["--era", era]);
+        let f = finding(&report, "S-6/list-changed-sent");
+        assert_eq!(f["verdict"], "pass", "{era}: {f}");
+    }
+    // Without --allow-calls no call changes the list: nothing to see.
+    let report = doctor(false, &[]);
+    let f = finding(&report, "S-6/list-changed-sent");
+    assert_eq!(f["verdict"], "not-observable", "{f}");
+    assert!(
+        f["reason"]
+            .as_str()
+            .unwrap()
+            .contains("changed the tool list"),
+        "{f}"
+    );
+}
+
+#[test]
 fn envelope_detectors() {
     let cases = [
         (
@@ -238,7 +317,9 @@ fn static_detectors_read_the_manifest() {
         ["S-24/rate-limit", "S-25/blob-mime", "S-26/cache-scope"],
         "{report}"
     );
-    assert_eq!(report["summary"]["not-observable"], 5, "{report}");
+    // Five rules no run can see, and S-6's notification: no call changed
+    // the tool list.
+    assert_eq!(report["summary"]["not-observable"], 6, "{report}");
     let mut bad = good;
     bad["transport"] = json!([{"type": "http", "url": "https://x/mcp"}]);
     bad["minProtocolVersion"] = json!("2024-11-05");

@@ -9,14 +9,14 @@
 //! `--bearer-env`) ride on every request but the unauthenticated probes,
 //! and are redacted from everything the report says.
 
+mod cancel;
 mod http;
+mod raw_stdio;
 
-use std::process::Stdio;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
-use futures::StreamExt;
-use process_wrap::tokio::{CommandWrap, KillOnDrop, ProcessGroup};
 use serde_json::{Value, json};
 use sluice_core::boundary::redact::{DEFAULT_SECRET_KEYS, Redactor};
 use sluice_core::config::{Config, Source, UpstreamConfig, UpstreamTransport};
@@ -28,14 +28,13 @@ use sluice_core::doctor::{Report, ServerName, Verdict, detect, plan};
 use sluice_core::jsonrpc::RpcError;
 use sluice_core::protocol::Era;
 use sluice_core::sandbox::Sandboxing;
-use tokio::io::AsyncWriteExt;
 use tokio::sync::mpsc;
-use tokio_util::codec::{FramedRead, LinesCodec};
 use tokio_util::sync::CancellationToken;
 
 use crate::gateway::{NAME, VERSION};
-use crate::upstream::{self, Connection, Related, Settings};
-use http::{As, Endpoint, RAW_MAX_BYTES, UNKNOWN_VERSION};
+use crate::upstream::{self, Connection, Related, Settings, UpstreamEvent};
+use http::{As, Endpoint, UNKNOWN_VERSION};
+use raw_stdio::raw_stdio;
 use sluice_core::policy::UpstreamFailure;
 
 /// The server to examine.
@@ -249,7 +248,18 @@ async fn observe(options: &Options) -> Observations {
     let settings = settings(options);
     let config = upstream_config(&options.target, &options.headers);
     let (events, mut drain) = mpsc::channel(64);
-    tokio::spawn(async move { while drain.recv().await.is_some() {} });
+    // The tool list's change notifications are counted (S-6); the rest is
+    // dropped.
+    let list_changed = Arc::new(AtomicU64::new(0));
+    let counted = Arc::clone(&list_changed);
+    tokio::spawn(async move {
+        while let Some(event) = drain.recv().await {
+            if matches!(&event, UpstreamEvent::ListChanged(m) if m == "notifications/tools/list_changed")
+            {
+                counted.fetch_add(1, Ordering::Relaxed);
+            }
+        }
+    });
     let conn = match upstream::connect(&config, &settings, events, &CancellationToken::new()).await
     {
         Ok(conn) => conn,
@@ -298,6 +308,7 @@ async fn observe(options: &Options) -> Observations {
             None => Outcome::Failed("no endpoint".into()),
         },
     });
+    cancellation_probes(options, &endpoint, &mut obs, conn.offers("tools")).await;
     let read = upstream::read_catalog(&conn, &settings, &|p| options.on_page.heard(p)).await;
     obs.catalog = Some(match &read {
         CatalogRead::Complete(catalog) => CatalogOutcome::Complete {
@@ -334,10 +345,17 @@ async fn observe(options: &Options) -> Observations {
             Some(request(&conn, "completion/complete", bogus, options.timeout).await);
     }
     call_tools(&conn, &mut obs, options).await;
-    if let Some(endpoint) = &endpoint
-        && description.era == Era::Modern
-    {
-        refused_calls(endpoint, &mut obs).await;
+    if !obs.calls.is_empty() && conn.offers("tools") {
+        // A call may have changed the tool list: read it again (S-6).
+        if let CatalogRead::Complete(after) =
+            upstream::read_catalog(&conn, &settings, &|_| {}).await
+        {
+            obs.tools_after_calls = Some(after.list(ListKind::Tools).to_vec());
+        }
+        obs.tools_list_changed = list_changed.load(Ordering::Relaxed);
+    }
+    if let Some(endpoint) = &endpoint {
+        refused_calls(endpoint, description.era, &mut obs).await;
     }
     if options.allow_load {
         load(&conn, &mut obs, options.timeout).await;
@@ -347,9 +365,34 @@ async fn observe(options: &Options) -> Observations {
     obs
 }
 
+/// S-13's probes: a cancelled request, and (stdio, 2025 era) a cancelled
+/// `initialize`.
+async fn cancellation_probes(
+    options: &Options,
+    endpoint: &Option<Endpoint<'_>>,
+    obs: &mut Observations,
+    tools: bool,
+) {
+    let era = obs.era.unwrap_or(Era::Legacy);
+    match (&options.target, endpoint) {
+        (Target::Stdio { command, args }, _) => {
+            obs.cancellation =
+                Some(cancel::stdio(command, args, era, tools, options.timeout).await);
+            if era == Era::Legacy {
+                obs.initialize_cancelled =
+                    Some(cancel::stdio_initialize(command, args, options.timeout).await);
+            }
+        }
+        (Target::Http { .. }, Some(endpoint)) => {
+            obs.cancellation = Some(cancel::http(endpoint, era, tools).await);
+        }
+        (Target::Http { .. }, None) => {}
+    }
+}
+
 /// Each refused tool call sent again raw, for the challenge of a 403 (S-20:
 /// an `insufficient_scope` challenge names the scopes).
-async fn refused_calls(endpoint: &Endpoint<'_>, obs: &mut Observations) {
+async fn refused_calls(endpoint: &Endpoint<'_>, era: Era, obs: &mut Observations) {
     let refused: Vec<(String, Value)> = obs
         .calls
         .iter()
@@ -363,7 +406,7 @@ async fn refused_calls(endpoint: &Endpoint<'_>, obs: &mut Observations) {
         })
         .collect();
     for (tool, arguments) in refused {
-        if let Some((403, challenge)) = http::raw_call(endpoint, &tool, &arguments).await
+        if let Some((403, challenge)) = http::raw_call(endpoint, era, &tool, &arguments).await
             && let Some(probes) = obs.http.as_mut()
         {
             probes.refused_calls.push((tool, challenge));
@@ -785,52 +828,5 @@ async fn unknown_version_http(endpoint: &Endpoint<'_>, era: Era) -> Outcome {
             answer.outcome
         }
         Err(e) => Outcome::Failed(e),
-    }
-}
-
-/// Starts the command afresh (in its own process group, killed with it,
-/// its spawn logged like an upstream's), sends one message, reads its
-/// answer: at most [`RAW_MAX_BYTES`] a line, within `timeout`.
-async fn raw_stdio(command: &str, args: &[String], message: &Value, timeout: Duration) -> Outcome {
-    let mut cmd = tokio::process::Command::new(command);
-    cmd.args(args)
-        .env_clear()
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null());
-    for inherited in ["PATH", "HOME"] {
-        if let Some(v) = std::env::var_os(inherited) {
-            cmd.env(inherited, v);
-        }
-    }
-    let mut wrapped = CommandWrap::from(cmd);
-    wrapped.wrap(ProcessGroup::leader()).wrap(KillOnDrop);
-    let exchange = async {
-        let mut child = wrapped
-            .spawn()
-            .map_err(|e| format!("could not start {command:?}: {e}"))?;
-        tracing::info!(command, args = ?args, pid = ?child.id(), "spawned the server for a raw probe");
-        let mut stdin = child.stdin().take().ok_or("no stdin")?;
-        let stdout = child.stdout().take().ok_or("no stdout")?;
-        let mut line = serde_json::to_vec(message).map_err(|e| e.to_string())?;
-        line.push(b'\n');
-        stdin.write_all(&line).await.map_err(|e| e.to_string())?;
-        stdin.flush().await.map_err(|e| e.to_string())?;
-        let mut lines = FramedRead::new(stdout, LinesCodec::new_with_max_length(RAW_MAX_BYTES));
-        while let Some(line) = lines.next().await {
-            let line = line.map_err(|e| e.to_string())?;
-            if let Ok(answer) = serde_json::from_str::<Value>(&line)
-                && answer.get("id") == message.get("id")
-            {
-                let _ = Box::into_pin(child.kill()).await;
-                return Ok(http::answer_outcome(&answer));
-            }
-        }
-        Err("the process closed its output without answering".to_owned())
-    };
-    match tokio::time::timeout(timeout, exchange).await {
-        Ok(Ok(outcome)) => outcome,
-        Ok(Err(e)) => Outcome::Failed(e),
-        Err(_) => Outcome::Failed(format!("no answer within {timeout:?}")),
     }
 }

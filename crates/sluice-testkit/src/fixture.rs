@@ -2,7 +2,7 @@
 //! mutable state it keeps (added tools, catalog reads, subscriptions, list-tool cursors). What a
 //! request does with it is `protocol`'s dispatch and the modules it calls.
 
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 
 use serde_json::{Value, json};
@@ -30,6 +30,10 @@ pub struct Fixture {
     pub resource_subs: ResourceSubs,
     /// The opaque cursors `list_items` (`--list-tool`) has issued.
     pub list_cursors: list_tool::Cursors,
+    /// The last `initialize` request's id.
+    initialize_id: Mutex<Option<Value>>,
+    /// Whether a `notifications/cancelled` named it.
+    initialize_cancelled: AtomicBool,
 }
 
 impl Fixture {
@@ -43,7 +47,36 @@ impl Fixture {
             subs: Subscriptions::default(),
             resource_subs: ResourceSubs::default(),
             list_cursors: list_tool::Cursors::default(),
+            initialize_id: Mutex::new(None),
+            initialize_cancelled: AtomicBool::new(false),
         }
+    }
+
+    /// Remembers the `initialize` request's id (before the request is handled: a cancellation
+    /// read after it names a known id).
+    pub fn initialize_requested(&self, id: &Value) {
+        *self
+            .initialize_id
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner) = Some(id.clone());
+    }
+
+    /// `--violate cancellable-initialize`: a cancellation of the `initialize` is honoured.
+    pub fn cancel_initialize(&self, id: &Value) {
+        let named = self
+            .initialize_id
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .as_ref()
+            == Some(id);
+        if named && self.cfg.violates(Violation::CancellableInitialize) {
+            self.initialize_cancelled.store(true, Ordering::Relaxed);
+        }
+    }
+
+    /// Whether the session's `initialize` was taken as cancelled.
+    pub fn initialize_was_cancelled(&self) -> bool {
+        self.initialize_cancelled.load(Ordering::Relaxed)
     }
 
     /// Appends a request to the `--record` file, if any.
@@ -84,10 +117,13 @@ impl Fixture {
     }
 
     /// Registers one more `added_N` tool and tells the open `subscriptions/listen` streams that
-    /// asked for `toolsListChanged`; returns its name. (Legacy list_changed is the caller's job.)
+    /// asked for `toolsListChanged` (none under `--violate silent-list-change`); returns its
+    /// name. (Legacy list_changed is the caller's job.)
     pub fn add_tool(&self) -> String {
         let name = catalog::added_name(self.added.fetch_add(1, Ordering::SeqCst));
-        self.subs.tools_changed();
+        if !self.cfg.violates(Violation::SilentListChange) {
+            self.subs.tools_changed();
+        }
         name
     }
 
@@ -134,6 +170,12 @@ fn build_tools(cfg: &Config, added: usize) -> Vec<Value> {
         && let Some(elicit) = tools.iter_mut().find(|t| t["name"] == "elicit")
     {
         elicit["annotations"] = json!({"readOnlyHint": true});
+    }
+    // So that a checker that calls non-destructive tools changes the tool list (S-6).
+    if cfg.callable_add_tool
+        && let Some(add) = tools.iter_mut().find(|t| t["name"] == "add_tool")
+    {
+        add["annotations"] = json!({"readOnlyHint": false, "destructiveHint": false});
     }
     tools.extend(cfg.tools_named.iter().map(|name| {
         catalog::tool(

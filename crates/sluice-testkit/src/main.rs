@@ -162,6 +162,11 @@ pub struct Config {
     #[arg(long, value_enum, value_name = "MODE")]
     pub list_tool: Option<ListToolMode>,
 
+    /// Annotate `add_tool` `destructiveHint: false`, so that a checker that calls such tools
+    /// (`sluice doctor --allow-calls`) calls it and sees the tool list change.
+    #[arg(long)]
+    pub callable_add_tool: bool,
+
     /// Append every request received to FILE, one JSON line each:
     /// `{"method", "params", "traceparent"}` (`traceparent`: the HTTP header, `null` on stdio),
     /// so that a test can see exactly what a gateway sent upstream.
@@ -277,6 +282,17 @@ pub enum Violation {
     /// JSON parsers go (serde_json stops at 128): the answer cannot be read, but its `id`,
     /// which comes first, can.
     DeepAnswer,
+    /// A `notifications/cancelled` (for any request, answered or not) makes the fixture exit
+    /// (status 3): a server that a cancellation takes down (S-13: cancellation is
+    /// fire-and-forget).
+    CancelCrash,
+    /// A `notifications/cancelled` naming the `initialize` request is honoured: every later
+    /// 2025-era request is answered -32600 (S-13: `initialize` is never cancelled). Per
+    /// process: meant for stdio.
+    CancellableInitialize,
+    /// `add_tool` registers its tool without sending `notifications/tools/list_changed`
+    /// (S-6: a tool set that changes is announced), though `tools.listChanged` is declared.
+    SilentListChange,
 }
 
 /// How deep `--violate deep-answer` nests `echo`'s result.

@@ -32,6 +32,10 @@ impl Fixture {
         if method(msg) == "notifications/cancelled"
             && let Some(id) = msg.get("params").and_then(|p| p.get("requestId"))
         {
+            if self.cfg.violates(Violation::CancelCrash) {
+                std::process::exit(3);
+            }
+            self.cancel_initialize(id);
             self.subs.cancel(peer, id);
             peer.cancel(id);
         }
@@ -49,6 +53,11 @@ impl Fixture {
                     .map(|p| self.break_modern_result(method(&msg), p)),
                 Err(e) => Err(e),
             },
+            // `--violate cancellable-initialize`: the session is taken as never opened.
+            Era::Legacy if self.initialize_was_cancelled() => Err(RpcError::new(
+                -32600,
+                "fixture: the session's initialize was cancelled",
+            )),
             Era::Legacy => self.legacy(&msg, &ctx).await,
         };
         Some(match result {
@@ -184,6 +193,10 @@ pub fn spawn_request(
     tracker: Option<&Arc<Peer>>,
 ) -> tokio::task::JoinHandle<()> {
     let id = msg.get("id").cloned().unwrap_or(Value::Null);
+    let method_is_initialize = method(&msg) == "initialize";
+    if method_is_initialize {
+        fx.initialize_requested(&id);
+    }
     ctx.tracker = tracker.cloned();
     let fx = Arc::clone(fx);
     let work = async move {
@@ -192,9 +205,11 @@ pub fn spawn_request(
             let _ = out.send(Out::Response(resp));
         }
     };
+    // `initialize` is never cancelled (MCP 2025-06-18 `basic/utilities/cancellation`): it is
+    // not tracked, so no `notifications/cancelled` can stop it.
     match tracker {
-        Some(peer) => peer.spawn_tracked(&id, work),
-        None => tokio::spawn(work),
+        Some(peer) if !method_is_initialize => peer.spawn_tracked(&id, work),
+        _ => tokio::spawn(work),
     }
 }
 

@@ -108,8 +108,38 @@ pub struct HttpProbes {
     /// but sent with the second one's credentials.
     pub cross_principal: Option<u16>,
     /// The `WWW-Authenticate` header of each 403 a refused tool call got
-    /// when sent again raw (2026-07-28): `(tool, header)`.
+    /// when sent again raw (2026-07-28 stateless, 2025 in a session of its
+    /// own): `(tool, header)`.
     pub refused_calls: Vec<(String, Option<String>)>,
+}
+
+/// The fire-and-forget cancellation probe (S-13): a request, then
+/// `notifications/cancelled` for it (over 2026-07-28 HTTP: its response
+/// stream closed, which is the cancellation there), then a `ping`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct CancelProbe {
+    /// The method cancelled.
+    pub method: String,
+    /// The cancelled request's answer, if one came (allowed: the server
+    /// may have finished first).
+    pub cancelled: Option<Outcome>,
+    /// The request sent after the cancellation (`ping`; `server/discover`
+    /// in 2026-07-28, which has no `ping`).
+    pub next_method: String,
+    /// Its answer.
+    pub next: Outcome,
+}
+
+/// The probe of an `initialize` followed at once by
+/// `notifications/cancelled` naming it (S-13: `initialize` is never
+/// cancelled), on a fresh stdio process.
+#[derive(Debug, Clone, PartialEq)]
+pub struct InitializeCancelProbe {
+    /// The answer to that `initialize`.
+    pub initialize: Outcome,
+    /// The `ping` sent after `notifications/initialized`, when the
+    /// `initialize` was answered.
+    pub next: Option<Outcome>,
 }
 
 /// What a second principal (`--second-bearer-env`) was served.
@@ -174,6 +204,16 @@ pub struct Observations {
     pub read_budget: usize,
     /// Progress notifications that named a token no request carried.
     pub stray_progress: u64,
+    /// The tool list read again after the calls, when a call was made.
+    pub tools_after_calls: Option<Vec<Value>>,
+    /// How many `notifications/tools/list_changed` arrived, up to that
+    /// second read.
+    pub tools_list_changed: u64,
+    /// The fire-and-forget cancellation probe.
+    pub cancellation: Option<CancelProbe>,
+    /// The cancelled `initialize` probe (stdio, 2025 era only; `None`
+    /// where it cannot be sent).
+    pub initialize_cancelled: Option<InitializeCancelProbe>,
     /// The URL, over HTTP.
     pub url: Option<String>,
     /// Whether the doctor sent credentials (`--header`, `--bearer-env`).

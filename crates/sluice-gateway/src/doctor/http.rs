@@ -420,23 +420,45 @@ pub(super) async fn second_tools_list(endpoint: &Endpoint<'_>) -> Outcome {
     }
 }
 
-/// A 2026-07-28 `tools/call` sent raw: its status and `WWW-Authenticate`
-/// header, which the connector does not keep.
+/// A `tools/call` sent raw: its status and `WWW-Authenticate` header,
+/// which the connector does not keep. 2026-07-28: one stateless request;
+/// 2025: in a session of its own, opened and closed around it.
 pub(super) async fn raw_call(
     endpoint: &Endpoint<'_>,
+    era: Era,
     name: &str,
     arguments: &Value,
 ) -> Option<(u16, Option<String>)> {
-    let mut call = modern_message("tools/call", protocol::MODERN_VERSION);
-    call["params"]["name"] = json!(name);
-    call["params"]["arguments"] = arguments.clone();
-    let headers = [
-        ("mcp-protocol-version", protocol::MODERN_VERSION),
-        ("mcp-method", "tools/call"),
-        ("mcp-name", name),
-    ];
-    let answer = endpoint.post(As::First, &call, &headers).await.ok()?;
-    Some((answer.status, answer.challenge))
+    match era {
+        Era::Modern => {
+            let mut call = modern_message("tools/call", protocol::MODERN_VERSION);
+            call["params"]["name"] = json!(name);
+            call["params"]["arguments"] = arguments.clone();
+            let headers = [
+                ("mcp-protocol-version", protocol::MODERN_VERSION),
+                ("mcp-method", "tools/call"),
+                ("mcp-name", name),
+            ];
+            let answer = endpoint.post(As::First, &call, &headers).await.ok()?;
+            Some((answer.status, answer.challenge))
+        }
+        Era::Legacy => {
+            let init = initialize_message(protocol::LEGACY_VERSIONS[0]);
+            let opened = endpoint.post(As::First, &init, &[]).await.ok()?;
+            let session = opened.session;
+            let mut headers = vec![("mcp-protocol-version", protocol::LEGACY_VERSIONS[0])];
+            if let Some(s) = session.as_deref() {
+                headers.push(("mcp-session-id", s));
+            }
+            let initialized = json!({"jsonrpc": "2.0", "method": "notifications/initialized"});
+            let _ = endpoint.post(As::First, &initialized, &headers).await;
+            let call = json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call",
+                "params": {"name": name, "arguments": arguments}});
+            let answer = endpoint.post(As::First, &call, &headers).await.ok();
+            endpoint.end_session(As::First, session.as_deref()).await;
+            answer.map(|a| (a.status, a.challenge))
+        }
+    }
 }
 
 /// A request that is right in every way but its `MCP-Protocol-Version`

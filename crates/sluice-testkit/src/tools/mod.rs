@@ -142,7 +142,11 @@ pub async fn call(fx: &Arc<Fixture>, params: &Value, ctx: &ReqCtx) -> Result<Pay
         // The catalog changes at run time: list_changed notification and cache invalidation.
         "add_tool" => {
             let added = fx.add_tool();
-            if let Some(peer) = &ctx.peer {
+            if let Some(peer) = ctx
+                .peer
+                .as_ref()
+                .filter(|_| !violates(Violation::SilentListChange))
+            {
                 peer.notify(
                     json!({"jsonrpc": "2.0", "method": "notifications/tools/list_changed"}),
                 );

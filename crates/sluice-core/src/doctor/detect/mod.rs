@@ -64,6 +64,8 @@ detectors! {
         "answer 401 with WWW-Authenticate: Bearer resource_metadata=\"...\" and serve the protected resource metadata (resource, authorization_servers) there";
     LIST_CHANGED = "S-6/list-changed", "S-6", "a server with tools declares tools.listChanged",
         "declare \"tools\": {\"listChanged\": true} and send notifications/tools/list_changed when the tool set changes";
+    LIST_CHANGED_SENT = "S-6/list-changed-sent", "S-6", "a tool list that a call changed was announced with notifications/tools/list_changed",
+        "send notifications/tools/list_changed whenever the tool set changes (added, removed, or a schema changed)";
     VERSION = "S-7/version", "S-7", "the server's version is observable before auth",
         "put \"version\" in serverInfo and, over HTTP, in an unauthenticated GET /health";
     MANIFEST_VERSION = "S-7/manifest-version", "S-7", "the manifest's version is the served serverInfo.version",
@@ -86,6 +88,10 @@ detectors! {
         "end each list with a page without nextCursor; never repeat a cursor or an entry";
     PROGRESS = "S-13/progress", "S-13", "progress names only an active request's progressToken, increasing",
         "send notifications/progress with the request's progressToken, a progress value that increases, and none after the response";
+    CANCELLATION = "S-13/cancellation", "S-13", "after notifications/cancelled for a request, the server stays up and answers the next request",
+        "treat notifications/cancelled as fire-and-forget: stop the work (or ignore an unknown or finished id), send no error, keep serving";
+    INITIALIZE_UNCANCELLABLE = "S-13/init-uncancellable", "S-13", "an initialize followed by notifications/cancelled naming it is still answered and its session served",
+        "ignore notifications/cancelled for initialize: answer it and serve the session it opens";
     VERSION_ECHO = "S-14/version-echo", "S-14", "version negotiation answers with a version the server supports",
         "answer initialize with the requested version when supported, else your latest supported version";
     UNKNOWN_VERSION = "S-14/unknown-version", "S-14", "an unknown protocol version is not served as if it were known",
@@ -201,6 +207,14 @@ fn cannot(reason: impl Into<String>) -> Verdict {
     }
 }
 
+/// Not observable on this run: nothing the doctor could do provoked what
+/// the rule is about (unlike [`NOT_OBSERVABLE`], which no run can see).
+fn unseen(reason: impl Into<String>) -> Verdict {
+    Verdict::NotObservable {
+        reason: reason.into(),
+    }
+}
+
 /// Every detector's verdict on `obs`.
 pub fn judge(obs: &Observations) -> Vec<Finding> {
     DETECTORS
@@ -243,6 +257,7 @@ fn verdict(d: &Detector, obs: &Observations) -> Verdict {
         "S-4/discover" => s4::discover(obs),
         "S-5/resource-server" => auth::resource_server(obs),
         "S-6/list-changed" => lists::list_changed(obs),
+        "S-6/list-changed-sent" => lists::list_changed_sent(obs),
         "S-7/version" => s7::version(obs),
         "S-11/output-schema" => s11::output_schema(obs),
         "S-11/error-codes" => s11::error_codes(obs),
@@ -250,6 +265,8 @@ fn verdict(d: &Detector, obs: &Observations) -> Verdict {
         "S-12/opaque-cursor" => s12::opaque_cursor(obs),
         "S-12/pagination" => s12::pagination(obs),
         "S-13/progress" => s13::progress(obs),
+        "S-13/cancellation" => s13::cancellation(obs),
+        "S-13/init-uncancellable" => s13::initialize_uncancellable(obs),
         "S-14/version-echo" => s14::version_echo(obs),
         "S-14/unknown-version" => s14::unknown_version(obs),
         "S-14/capabilities" => s14::capabilities(obs),
