@@ -58,6 +58,7 @@ _NOT_OBSERVABLE = {  # rules about what no client can see (README, "sluice docto
     "S-8/token-audience": "not-observable",
     "S-9/consent": "not-observable",
     "S-10/ssrf": "not-observable",
+    "S-13/outbound-timeout": "not-observable",
     "S-19/authorization-url": "not-observable",
     "S-21/sandbox": "not-observable",
 }

@@ -317,9 +317,9 @@ fn static_detectors_read_the_manifest() {
         ["S-24/rate-limit", "S-25/blob-mime", "S-26/cache-scope"],
         "{report}"
     );
-    // Five rules no run can see, and S-6's notification: no call changed
+    // Six rules no run can see, and S-6's notification: no call changed
     // the tool list.
-    assert_eq!(report["summary"]["not-observable"], 6, "{report}");
+    assert_eq!(report["summary"]["not-observable"], 7, "{report}");
     let mut bad = good;
     bad["transport"] = json!([{"type": "http", "url": "https://x/mcp"}]);
     bad["minProtocolVersion"] = json!("2024-11-05");

@@ -92,6 +92,8 @@ detectors! {
         "treat notifications/cancelled as fire-and-forget: stop the work (or ignore an unknown or finished id), send no error, keep serving";
     INITIALIZE_UNCANCELLABLE = "S-13/init-uncancellable", "S-13", "an initialize followed by notifications/cancelled naming it is still answered and its session served",
         "ignore notifications/cancelled for initialize: answer it and serve the session it opens";
+    OUTBOUND_TIMEOUT = "S-13/outbound-timeout", "S-13", "every request the server sends carries a timeout that progress does not extend, and its cancellations name only its own active requests",
+        "bound each request you send (to a client or an upstream) by a configured timeout whatever progress arrives, and cancel only ids you sent and still wait for";
     VERSION_ECHO = "S-14/version-echo", "S-14", "version negotiation answers with a version the server supports",
         "answer initialize with the requested version when supported, else your latest supported version";
     UNKNOWN_VERSION = "S-14/unknown-version", "S-14", "an unknown protocol version is not served as if it were known",
@@ -151,10 +153,14 @@ detectors! {
 }
 
 /// The rules judged from outside by no detector, and why.
-const NOT_OBSERVABLE: [(&str, &str); 5] = [
+const NOT_OBSERVABLE: [(&str, &str); 6] = [
     (
         "S-8/token-audience",
         "not observable from outside: whether a token minted for another audience is accepted needs the authorization server to mint one, and what the server sends upstream is seen only by the upstream",
+    ),
+    (
+        "S-13/outbound-timeout",
+        "not observable from outside: the server's timeout on its own requests (sampling, elicitation, upstream calls) and the ids its cancellations name are its choices, which no answer of the doctor provokes in a bounded time (progress tokens it names are judged by S-13/progress)",
     ),
     (
         "S-9/consent",
