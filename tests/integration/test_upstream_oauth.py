@@ -36,6 +36,7 @@ from mcp.shared.exceptions import MCPError
 
 import harness as H
 from conftest import stdio_server, tail, toml_str
+from test_console import ARTIFACTS, browser, click_through, text_of, visit  # noqa: F401 - browser is a fixture
 
 HERE = Path(__file__).resolve().parent
 LIFETIME = 3
@@ -238,12 +239,13 @@ class Browser:
         return resp.status, dict(resp.headers), resp.read().decode("utf-8", "replace"), set_cookies
 
 
-def test_each_principal_logs_in_for_itself_through_sluices_pages(
-        notes_server: Any, tmp_path: Path, sluice_servers: Any) -> None:
-    """With [auth], alice's calls use alice's login, never sluice's own nor bob's: her first
-    call names her login page; the consent page, the server's authorization and the callback
-    (single use, bound to her browser) put a login under her name in the vault."""
-    url, server_state = notes_server
+TOKENS = {"alice": "alice-token-0123456789abcdef", "bob": "bob-token-0123456789abcdef"}
+TOKEN_ENV = {"ALICE_TOKEN": TOKENS["alice"], "BOB_TOKEN": TOKENS["bob"]}
+
+
+def principals_gateway(url: str, tmp_path: Path, sluice_servers: Any) -> tuple[Path, int]:
+    """sluice over HTTP with [auth] (alice and bob) in front of the OAuth server, after
+    sluice's own login (which reads the catalog): its config and port."""
     config = tmp_path / "sluice.toml"
     config.write_text(
         "[server]\nrequest_timeout = \"20s\"\n"
@@ -254,27 +256,39 @@ def test_each_principal_logs_in_for_itself_through_sluices_pages(
         f"url = {toml_str(url)}\nallow_private = true\nauth = \"oauth\"\n",
         encoding="utf-8",
     )
-    tokens = {"alice": "alice-token-0123456789abcdef", "bob": "bob-token-0123456789abcdef"}
-    env = {"ALICE_TOKEN": tokens["alice"], "BOB_TOKEN": tokens["bob"]}
-    # sluice's own login reads the catalog.
-    login(config, env)
+    login(config, TOKEN_ENV)
+    srv = sluice_servers(["--config", str(config)], tmp_path / "sluice.log", {"notes"}, env=TOKEN_ENV,
+                         cwd=tmp_path)
+    return config, srv.port
+
+
+async def call_as(port: int, who: str) -> Any:
+    """`notes__whoami` through sluice as `who`: the parsed answer, or the MCPError."""
+    import httpx2
+    from mcp.client.streamable_http import streamable_http_client
+
+    async with httpx2.AsyncClient(headers={"Authorization": f"Bearer {TOKENS[who]}"},
+                                  timeout=httpx2.Timeout(H.OP_TIMEOUT)) as http:
+        async with Client(streamable_http_client(f"http://127.0.0.1:{port}/mcp", http_client=http),
+                          mode="legacy", cache=None) as client:
+            try:
+                return json.loads((await client.call_tool("notes__whoami", {})).content[0].text)
+            except MCPError as e:
+                return e
+
+
+def test_each_principal_logs_in_for_itself_through_sluices_pages(
+        notes_server: Any, tmp_path: Path, sluice_servers: Any) -> None:
+    """With [auth], alice's calls use alice's login, never sluice's own nor bob's: her first
+    call names her login page; the consent page, the server's authorization and the callback
+    (single use, bound to her browser) put a login under her name in the vault."""
+    url, server_state = notes_server
+    config, port = principals_gateway(url, tmp_path, sluice_servers)
     operator_client = json.loads(server_state.read_text())
-    srv = sluice_servers(["--config", str(config)], tmp_path / "sluice.log", {"notes"}, env=env, cwd=tmp_path)
-    # Without [server] public_url, the login pages are where sluice listens.
-    port = srv.port
-    mcp_url = f"http://127.0.0.1:{port}/mcp"
+    env = TOKEN_ENV
 
     async def call(who: str) -> Any:
-        import httpx2
-        from mcp.client.streamable_http import streamable_http_client
-
-        async with httpx2.AsyncClient(headers={"Authorization": f"Bearer {tokens[who]}"},
-                                      timeout=httpx2.Timeout(H.OP_TIMEOUT)) as http:
-            async with Client(streamable_http_client(mcp_url, http_client=http), mode="legacy", cache=None) as client:
-                try:
-                    return json.loads((await client.call_tool("notes__whoami", {})).content[0].text)
-                except MCPError as e:
-                    return e
+        return await call_as(port, who)
 
     first = anyio.run(call, "alice")
     assert isinstance(first, MCPError) and first.error.code == LOGIN_REQUIRED, first
@@ -340,3 +354,26 @@ def test_each_principal_logs_in_for_itself_through_sluices_pages(
     text = (tmp_path / "sluice.log").read_text()
     for token in json.loads(server_state.read_text())["issued"]:
         assert token not in text, "a token was logged"
+
+
+def test_a_principal_logs_in_through_the_consent_page_in_chromium(
+        notes_server: Any, tmp_path: Path, sluice_servers: Any, browser: Any) -> None:
+    """The same login as a person makes it, in headless Chromium: the link from the error, the
+    consent page, the Allow button; Chromium keeps the __Host- cookies of sluice's origin
+    (http://127.0.0.1, a secure context), follows the authorization server's redirect back, and
+    lands on sluice's "Logged in" page. Then alice's call goes through."""
+    from selenium.webdriver.common.by import By
+
+    url, _ = notes_server
+    _, port = principals_gateway(url, tmp_path, sluice_servers)
+    first = anyio.run(call_as, port, "alice")
+    assert isinstance(first, MCPError) and first.error.code == LOGIN_REQUIRED, first
+    visit(browser, first.error.data["login"], "oauth-consent")
+    assert "Connect notes for alice?" in text_of(browser, "h1"), browser.page_source
+    button = browser.find_element(By.CSS_SELECTOR, "form button[type=submit]")
+    click_through(browser, button)
+    browser.save_screenshot(str(ARTIFACTS / "oauth-logged-in.png"))
+    assert text_of(browser, "h1") == "Logged in", browser.page_source
+    assert "sluice logged alice in to notes" in text_of(browser, "p"), browser.page_source
+    alice = anyio.run(call_as, port, "alice")
+    assert isinstance(alice, dict) and alice["scopes"] == ["notes:read"], alice

@@ -34,8 +34,12 @@ use super::HttpState;
 use crate::upstream::oauth::login::{self, Callback, CallbackQuery};
 use crate::upstream::oauth::now_ms;
 
-/// Nothing from elsewhere, no script, never framed (S-9: clickjacking).
-const CSP: &str = "default-src 'none'; style-src 'unsafe-inline'; form-action 'self'; base-uri 'none'; frame-ancestors 'none'";
+/// Nothing from elsewhere, no script, never framed (S-9: clickjacking). No
+/// `form-action`: browsers apply it to the redirect a form's answer makes,
+/// and the consent form's answer is the redirect to the authorization
+/// server, on an origin known only then.
+const CSP: &str =
+    "default-src 'none'; style-src 'unsafe-inline'; base-uri 'none'; frame-ancestors 'none'";
 
 /// The login routes, to merge into the MCP listener's router.
 pub(super) fn routes() -> Router<Arc<HttpState>> {
