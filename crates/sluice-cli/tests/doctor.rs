@@ -182,11 +182,24 @@ fn cancellation_detectors() {
         &["--era", "legacy"],
         "after notifications/cancelled for tools/list, ping got no answer",
     );
+    // The fixture reads the cancellation while its initialize is still to
+    // be handled, or after: then the initialize itself, or the ping, is
+    // refused. Either fails the rule.
     fails_and_passes(
         "S-13/init-uncancellable",
         &["--era", "legacy", "--violate", "cancellable-initialize"],
         &["--era", "legacy"],
-        "notifications/cancelled naming it, ping was answered error -32600",
+        "notifications/cancelled naming it, ",
+    );
+    let report = stdio(
+        &["--era", "legacy", "--violate", "cancellable-initialize"],
+        None,
+    );
+    let evidence = finding(&report, "S-13/init-uncancellable")["evidence"].to_string();
+    assert!(
+        evidence.contains("initialize was answered error -32600")
+            || evidence.contains("ping was answered error -32600"),
+        "{evidence}"
     );
     // 2026-07-28 has no initialize to cancel.
     let report = stdio(&CLEAN, None);
