@@ -681,6 +681,44 @@ def test_doctor_passes_sluice_serve_behind_oauth_with_two_principals(
             assert unauthenticated.returncode == 2, unauthenticated.show()
 
 
+def test_doctor_passes_sluice_serve_with_bearer_tokens(
+    tmp_path: Path, sluice_bin: Path, fixture_bin: Path, sluice_servers: Any
+) -> None:
+    """`[auth] mode = "bearer"` (static tokens, no OAuth): given the credential (and a second
+    principal's), the doctor finds no failure. The OAuth rules cannot be judged, with the reason:
+    a server that takes bearer tokens without OAuth is not an OAuth resource server, and S-5
+    asks one only of a multi-tenant server, which is not visible from outside."""
+    tokens = {"SLUICE_IT_BEARER_A": "doctor-alice-0123456789abcdef", "SLUICE_IT_BEARER_B": "doctor-bob-0123456789abcdef"}
+    config = write_fixture_config(tmp_path / "sluice.toml")
+    config.write_text(
+        config.read_text(encoding="utf-8")
+        + '\n[auth]\nmode = "bearer"\n'
+        + '[[auth.token]]\nprincipal = "alice"\nenv = "SLUICE_IT_BEARER_A"\n'
+        + '[[auth.token]]\nprincipal = "bob"\nenv = "SLUICE_IT_BEARER_B"\n',
+        encoding="utf-8",
+    )
+    srv = sluice_servers(["--config", str(config)], tmp_path / "sluice.log", {"fixture"}, env=tokens)
+    os.environ.update(tokens)
+    try:
+        run = run_doctor("--json", "--manifest", str(H.REPO / "mcp.json"), "--bearer-env", "SLUICE_IT_BEARER_A",
+                         "--second-bearer-env", "SLUICE_IT_BEARER_B", srv.url, cwd=tmp_path)
+    finally:
+        for k in tokens:
+            os.environ.pop(k, None)
+    report = check_report(run)
+    not_judged = {k: v for k, v in SLUICE_NOT_JUDGED.items() if k != "S-26/cache-scope"}
+    not_judged["S-5/resource-server"] = "bearer tokens without OAuth"
+    not_judged["S-17/authorization-servers"] = "no protected resource metadata"
+    not_judged["S-20/scopes"] = "no protected resource metadata"
+    assert_sluice_is_clean(report, run, srv, not_judged)
+    by_id = {f["id"]: f for f in report["findings"]}
+    for fid in ("S-16/http-auth", "S-18/session-binding", "S-26/cache-scope"):
+        assert by_id[fid]["verdict"] == "pass", by_id[fid]
+    for text in (run.stdout, run.stderr):
+        assert all(t not in text for t in tokens.values()), "a token appears in the doctor's output"
+    srv.note_children()
+
+
 # ------------------------------------------------------------------------------------------------
 # The authorization rules on a misbehaving resource server (authed_mcp.py)
 # ------------------------------------------------------------------------------------------------

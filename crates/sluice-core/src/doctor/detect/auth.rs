@@ -73,6 +73,23 @@ pub(super) fn resource_server(obs: &Observations) -> Verdict {
         Ok(h) => h,
         Err(v) => return v,
     };
+    let bearer = http
+        .challenge
+        .as_deref()
+        .is_some_and(|c| c.trim_start().to_ascii_lowercase().starts_with("bearer"));
+    let names_metadata = http
+        .challenge
+        .as_deref()
+        .is_some_and(|c| c.contains("resource_metadata="));
+    let no_document = matches!(&http.resource_metadata, Some((_, 404, _)));
+    if bearer && !names_metadata && no_document {
+        // Static bearer tokens (API keys), with no OAuth in sight: S-5 asks
+        // an OAuth 2.1 resource server of a multi-tenant server, and who
+        // the tokens belong to is not visible from outside.
+        return cannot(
+            "the server takes bearer tokens without OAuth (its challenge names no resource_metadata and it serves no protected resource metadata): S-5 requires an OAuth 2.1 resource server of a multi-tenant server, which cannot be told from outside",
+        );
+    }
     let mut evidence = Vec::new();
     match http.challenge.as_deref() {
         None => evidence.push("the 401 has no WWW-Authenticate header".into()),

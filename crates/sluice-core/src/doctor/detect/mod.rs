@@ -576,6 +576,16 @@ mod recorded {
         let mut bad = behind_auth();
         http(&mut bad).challenge = Some("Bearer realm=\"mcp\"".into());
         assert_eq!(kind(&bad, "S-5/resource-server"), "fail");
+        // Half OAuth fails; bearer tokens with no OAuth at all (no
+        // resource_metadata, no document) cannot be judged: whether the
+        // server is multi-tenant is not visible.
+        let mut named_but_missing = behind_auth();
+        http(&mut named_but_missing).resource_metadata = Some(("m".into(), 404, None));
+        assert_eq!(kind(&named_but_missing, "S-5/resource-server"), "fail");
+        let mut api_keys = behind_auth();
+        http(&mut api_keys).challenge = Some("Bearer realm=\"mcp\"".into());
+        http(&mut api_keys).resource_metadata = Some(("m".into(), 404, None));
+        assert_eq!(kind(&api_keys, "S-5/resource-server"), "could-not-judge");
         let mut bad = behind_auth();
         if let Some((_, _, Some(doc))) = &mut http(&mut bad).resource_metadata {
             doc["resource"] = json!("https://other.example/mcp");
