@@ -117,15 +117,28 @@ def click_through(driver: Any, element: Any, submit: bool = False) -> None:
     """Clicks a link or a form's button (or submits the form an input is in) and waits for the
     page it leads to: until the element is gone with its page, and the new page is loaded
     (reading the old page's elements meanwhile is a race)."""
-    from selenium.webdriver.support import expected_conditions as EC
+    from selenium.common.exceptions import StaleElementReferenceException, WebDriverException
     from selenium.webdriver.support.ui import WebDriverWait
+
+    def gone(_driver: Any) -> bool:
+        # Chromium reports an element of a page being replaced either as stale or, mid-swap, as
+        # a node that "does not belong to the document" (CI saw the second): both mean gone.
+        try:
+            element.is_enabled()
+            return False
+        except StaleElementReferenceException:
+            return True
+        except WebDriverException as e:
+            if "does not belong to the document" in str(e.msg):
+                return True
+            raise
 
     if submit:
         element.submit()
     else:
         element.click()
     wait = WebDriverWait(driver, H.OP_TIMEOUT)
-    wait.until(EC.staleness_of(element))
+    wait.until(gone)
     wait.until(lambda d: d.execute_script("return document.readyState") == "complete")
 
 
