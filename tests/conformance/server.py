@@ -112,7 +112,8 @@ back-channel (elicitation/create, sampling/createMessage, roots/list) instead.
                                      greet (sync), slow_compute (optional task), failing_job,
                                      protocol_error_job, confirm_delete, multi_input and
                                      test_tool_with_task (MRTR rounds, then a task), all
-                                     required tasks; tasks/get, tasks/update, tasks/cancel
+                                     required tasks; tasks/get, tasks/update, tasks/cancel,
+                                     notifications/tasks on listen streams naming taskIds
 """
 
 from __future__ import annotations
@@ -1035,6 +1036,12 @@ _low = app._lowlevel_server  # MCPServer exposes no public hook for these three 
 _low.add_request_handler("logging/setLevel", types.SetLevelRequestParams, _set_logging_level)
 _low.add_request_handler("resources/subscribe", types.SubscribeRequestParams, _subscribe)
 _low.add_request_handler("resources/unsubscribe", types.UnsubscribeRequestParams, _unsubscribe)
+# The tasks extension's `taskIds` filter on subscriptions/listen (the SDK's handler drops it).
+_low.add_request_handler(
+    "subscriptions/listen",
+    task_extension.ListenParams,
+    task_extension.TaskListenHandler(_low._request_handlers["subscriptions/listen"].handler, app._subscriptions),
+)
 
 
 # --------------------------------------------------------------------------------------

@@ -14,6 +14,11 @@ Requirements" the 0.2.0-alpha.12 `tasks-*` scenarios print. 2026-07-28 requests 
   `cancelled`. Unknown task ids are -32602; a request without the extension is -32021; on HTTP
   `Mcp-Name` must equal `params.taskId` (-32020). `tasks/result` and `tasks/list` are not
   served (-32601, as SEP-2663 removed them).
+* `subscriptions/listen` with `notifications.taskIds` ([`TaskListenHandler`]): the ack names the
+  known ones; each then gets a `notifications/tasks` with its current state at once (so a task
+  that settled before the stream opened is still told) and one on every change, as `tasks/get`
+  would answer. Without the extension declared on the request it is -32021. A filter that names
+  no task goes to the SDK's own listen handler.
 """
 
 from __future__ import annotations
@@ -21,16 +26,18 @@ from __future__ import annotations
 import asyncio
 import contextvars
 import uuid
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from datetime import datetime, timezone
 from typing import Any
 
+import anyio
 import mcp_types as types
 from pydantic import BaseModel, Field
 
 from mcp.server.context import CallNext, HandlerResult, ServerRequestContext
 from mcp.server.extension import Extension, MethodBinding
 from mcp.shared.exceptions import MCPError
+from mcp.shared.subscriptions import SUBSCRIPTION_ID_META_KEY, event_matches, event_to_notification
 
 EXTENSION = "io.modelcontextprotocol/tasks"
 TTL_MS = 60_000
@@ -68,6 +75,8 @@ class Task:
     def _set(self, status: str) -> None:
         self.status = status
         self.updated_at = _now()
+        for watch in list(_watchers):
+            watch(self)
 
     def wire(self) -> dict[str, Any]:
         out: dict[str, Any] = {
@@ -127,6 +136,8 @@ class Task:
 
 
 _tasks: dict[str, Task] = {}
+#: Open listen streams' callbacks, told of every task's change of state.
+_watchers: set[Callable[[Task], None]] = set()
 
 
 def current() -> Task | None:
@@ -231,3 +242,84 @@ class TasksExtension(Extension):
             task.run(call_next, ctx), context=contextvars.copy_context()
         )
         return {"resultType": "task", **task.wire()}
+
+
+class TaskFilter(types.SubscriptionFilter):
+    """The listen filter with the extension's `taskIds`."""
+
+    task_ids: list[str] | None = Field(default=None, alias="taskIds")
+
+
+class ListenParams(types.SubscriptionsListenRequestParams):
+    """`subscriptions/listen` params whose filter may name tasks."""
+
+    notifications: TaskFilter
+
+
+class _Frame(BaseModel):
+    """A notification the SDK has no type for (`send_notification` only dumps it)."""
+
+    method: str
+    params: dict[str, Any]
+
+
+class TaskListenHandler:
+    """`subscriptions/listen`: a filter naming tasks is served here, any other by `standard`."""
+
+    def __init__(self, standard: Any, bus: Any) -> None:
+        self._standard = standard
+        self._bus = bus
+
+    async def __call__(self, ctx: ServerRequestContext[Any, Any], params: ListenParams) -> Any:
+        requested = params.notifications
+        if not requested.task_ids:
+            return await self._standard(ctx, params)
+        if not _declares(ctx):
+            raise _missing_extension()
+        wanted = [t for t in dict.fromkeys(requested.task_ids) if t in _tasks]
+        honored = types.SubscriptionFilter(
+            tools_list_changed=True if requested.tools_list_changed else None,
+            prompts_list_changed=True if requested.prompts_list_changed else None,
+            resources_list_changed=True if requested.resources_list_changed else None,
+            resource_subscriptions=list(requested.resource_subscriptions or ()) or None,
+        )
+        uris = frozenset(honored.resource_subscriptions or ())
+        meta = {SUBSCRIPTION_ID_META_KEY: ctx.request_id}
+        send, recv = anyio.create_memory_object_stream[tuple[str, Any]](256)
+
+        def push(item: tuple[str, Any]) -> None:
+            try:
+                send.send_nowait(item)
+            except (anyio.WouldBlock, anyio.ClosedResourceError):
+                pass  # a stream that stopped reading loses frames; tasks/get still answers
+
+        def on_event(event: Any) -> None:
+            if event_matches(honored, uris, event):
+                push(("event", event))
+
+        def on_task(task: Task) -> None:
+            if task.task_id in wanted:
+                push(("task", task.wire()))
+
+        async def tell(frame: Any) -> None:
+            await ctx.session.send_notification(frame, related_request_id=ctx.request_id)
+
+        unsubscribe = self._bus.subscribe(on_event)
+        _watchers.add(on_task)
+        try:
+            ack = honored.model_dump(by_alias=True, mode="json", exclude_none=True)
+            ack["taskIds"] = wanted
+            await tell(_Frame(method="notifications/subscriptions/acknowledged", params={"notifications": ack, "_meta": meta}))
+            for task_id in wanted:
+                push(("task", _tasks[task_id].wire()))
+            async for kind, item in recv:
+                if kind == "event":
+                    await tell(event_to_notification(item, meta))
+                else:
+                    await tell(_Frame(method="notifications/tasks", params={**item, "_meta": meta}))
+        finally:
+            unsubscribe()
+            _watchers.discard(on_task)
+            send.close()
+            recv.close()
+        return types.SubscriptionsListenResult(_meta=meta)

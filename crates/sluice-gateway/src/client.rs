@@ -49,6 +49,15 @@ pub(crate) enum ClientEvent {
         /// `notifications/tasks/status`.
         message: Value,
     },
+    /// A task's whole state from `upstream` (2026-07-28 `notifications/tasks`
+    /// params, as the upstream sent them), for the listen streams that
+    /// asked for the task (`sluice_core::tasks::listen`).
+    TaskUpdate {
+        /// The upstream that runs the task.
+        upstream: Arc<str>,
+        /// The upstream's params, naming its own task id.
+        params: Arc<Value>,
+    },
 }
 
 /// One client request, as the router sees it.
@@ -354,7 +363,9 @@ impl ClientSession {
                         }
                         message
                     }
-                    Err(broadcast::error::RecvError::Lagged(_)) => continue,
+                    // A 2026-07-28 stream's, never a legacy session's.
+                    Ok(ClientEvent::TaskUpdate { .. })
+                    | Err(broadcast::error::RecvError::Lagged(_)) => continue,
                     Err(broadcast::error::RecvError::Closed) => return,
                 };
                 let tx = Self::lock(&session.standalone).clone();

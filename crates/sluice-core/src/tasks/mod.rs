@@ -26,9 +26,10 @@
 //! session lists its own tasks only, and a status goes to the session that
 //! owns the task, with the id sealed for it. 2026-07-28 has no
 //! `tasks/list`; its `notifications/tasks` come on a `subscriptions/listen`
-//! stream that names task ids, which sluice does not open upstream, so a
-//! 2026-07-28 client polls `tasks/get`.
+//! stream that names the tasks by id ([`listen`]): sluice opens one at each
+//! upstream concerned, with the upstream's ids.
 
+pub mod listen;
 pub mod record;
 
 use serde_json::{Map, Value, json};

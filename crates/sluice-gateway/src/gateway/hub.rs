@@ -360,6 +360,12 @@ impl Hub {
                     }
                 }
             }
+            // Each listen stream that asked for the task bounds and seals
+            // it for its own client (`router::listen`).
+            UpstreamEvent::TaskUpdate(params) => ClientEvent::TaskUpdate {
+                upstream: upstream.into(),
+                params: Arc::new(params),
+            },
             UpstreamEvent::ListChanged(_) => return,
         };
         let _ = self.events.send(event);

@@ -212,7 +212,7 @@ impl Gateway {
             Method::Unsubscribe => self.unsubscribe_resource(ctx, params),
             Method::Complete => self.complete(ctx, &snap, params).await,
             Method::SetLogLevel => self.set_log_level(ctx, &snap, params).await,
-            Method::Listen if ctx.era == Era::Modern => self.listen(ctx, params).await,
+            Method::Listen if ctx.era == Era::Modern => self.listen(ctx, &snap, params).await,
             Method::List(kind) => {
                 self.admit_list(ctx, &snap, kind.method()).await?;
                 self.list(&snap, kind, &params, ctx.protocol_version())

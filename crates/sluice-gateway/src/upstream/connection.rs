@@ -72,11 +72,13 @@ pub(crate) enum UpstreamEvent {
     ResourceUpdated(Value),
     /// A log message that no request in flight can take.
     Log(Value),
-    /// A task's status (`notifications/tasks/status`, or 2026-07-28's
-    /// `notifications/tasks`): its params, naming the upstream's task id.
-    /// Never a request's: whatever stream carried it, only the task's
-    /// owner may hear it.
+    /// A task's status (`notifications/tasks/status`, 2025-11-25): its
+    /// params, naming the upstream's task id. Never a request's: whatever
+    /// stream carried it, only the task's owner may hear it.
     TaskStatus(Value),
+    /// A task's whole state (2026-07-28's `notifications/tasks`, on a
+    /// listen stream sluice opened for client streams that asked for it).
+    TaskUpdate(Value),
 }
 
 /// One request to send.
@@ -506,8 +508,11 @@ impl Shared {
             "notifications/resources/updated" => {
                 let _ = self.events.try_send(UpstreamEvent::ResourceUpdated(params));
             }
-            notification::TASK_STATUS | notification::TASKS => {
+            notification::TASK_STATUS => {
                 let _ = self.events.try_send(UpstreamEvent::TaskStatus(params));
+            }
+            notification::TASKS => {
+                let _ = self.events.try_send(UpstreamEvent::TaskUpdate(params));
             }
             // The upstream acknowledging a cancellation sluice relayed, or
             // cancelling its own server-to-client request, or confirming

@@ -497,6 +497,39 @@ pub(crate) fn subscribe_resource(
     modern.then(|| task.abort_handle())
 }
 
+/// Opens a `subscriptions/listen` stream at a modern upstream for the
+/// tasks `filter` names (its own ids; `sluice_core::tasks::listen`), on its
+/// own task: what arrives on it is routed like any `notifications/tasks`.
+/// Aborting the returned handle ends the stream (which cancels it
+/// upstream); a connection that ends ends it too.
+pub(crate) fn listen_for_tasks(
+    upstream: &str,
+    conn: &Arc<Connection>,
+    filter: Value,
+) -> AbortHandle {
+    let c = Arc::clone(conn);
+    let name = upstream.to_owned();
+    let task = tokio::spawn(async move {
+        let capabilities = sluice_core::tasks::listen::upstream_capabilities();
+        let outcome = c
+            .request(
+                "subscriptions/listen",
+                filter,
+                &capabilities,
+                None,
+                LISTEN_LIFETIME,
+                &[],
+            )
+            .await;
+        if let Err(e) = outcome
+            && !c.is_closed()
+        {
+            tracing::warn!(upstream = %name, "task status stream ended: {e}; tasks/get still answers");
+        }
+    });
+    task.abort_handle()
+}
+
 /// When the catalog is read next: on `list_changed` (debounced), on the
 /// refresh interval, and after an incomplete read with its own backoff, so
 /// an upstream that cannot list is retried without being hammered.
