@@ -11,7 +11,11 @@
 //! - which tasks a session's `tasks/list` shows ([`TaskRecord::listed`]):
 //!   its own only, oldest first, a stable order that pages resume in;
 //! - which session a status notification goes to ([`TaskRecord::status`]):
-//!   the owner, or nobody when the task is not recorded.
+//!   the owner, or nobody when the task is not recorded. A status can
+//!   come before the answer that creates its task (server-everything
+//!   announces its first stage so): the latest of each unknown task is
+//!   held [`EARLY_HOLD_MS`] ([`EARLY_CAP`] at most), and goes to the owner
+//!   once the answer records the task ([`TaskRecord::record`]).
 //!
 //! The record is bounded: [`SESSION_CAP`] tasks a session and
 //! [`TOTAL_CAP`] in all (the oldest goes first), and an entry goes when
@@ -36,6 +40,12 @@ pub const TOTAL_CAP: usize = 4_096;
 /// unlimited (`null`), absent or longer is kept this long.
 pub const MAX_TTL_MS: u64 = 86_400_000;
 
+/// How long a status for a task not (yet) recorded is held, waiting for
+/// the answer that creates it.
+pub const EARLY_HOLD_MS: u64 = 5_000;
+/// The most such statuses held at once (the oldest goes first).
+pub const EARLY_CAP: usize = 256;
+
 /// The statuses after which a task changes no more.
 pub const TERMINAL: [&str; 3] = ["completed", "failed", "cancelled"];
 
@@ -51,6 +61,22 @@ pub struct TaskRecord {
     entries: BTreeMap<(String, String), Entry>,
     /// The next entry's place in creation order.
     next: u64,
+    /// Statuses of tasks not recorded yet, by the same key: the latest of
+    /// each, and when it came.
+    early: BTreeMap<(String, String), (Value, u64)>,
+    /// The upstreams of statuses that no session claimed (held too long,
+    /// pushed out, or naming no task), for the caller to count.
+    unclaimed: Vec<String>,
+}
+
+/// What recording a task did.
+#[derive(Debug, Default, PartialEq)]
+pub struct Recorded {
+    /// The tasks that made room, if any were still live.
+    pub evicted: Vec<TaskRef>,
+    /// A status the upstream sent before the answer that created the
+    /// task: its params and where they go now.
+    pub early: Option<(StatusRoute, Value)>,
 }
 
 #[derive(Debug, Clone)]
@@ -113,18 +139,20 @@ impl TaskRecord {
     /// Records the task `created` (an upstream's answer) started by
     /// `session` at `now_ms`, unless it is already over. Makes room first:
     /// expired entries go, then the session's oldest at
-    /// [`SESSION_CAP`], then the oldest of all at [`TOTAL_CAP`]. The tasks
-    /// that made room, if any were still live.
+    /// [`SESSION_CAP`], then the oldest of all at [`TOTAL_CAP`]. A status
+    /// of the task held from before goes to `session` now.
     pub fn record(
         &mut self,
         session: u64,
         task: TaskRef,
         created: &Value,
         now_ms: u64,
-    ) -> Vec<TaskRef> {
+    ) -> Recorded {
         self.expire(now_ms);
+        let key = (task.upstream.clone(), task.id.clone());
+        let early = self.early.remove(&key).map(|(params, _)| params);
         if status_of(created).is_some_and(is_terminal) {
-            return Vec::new();
+            return Recorded::default();
         }
         let mut evicted = Vec::new();
         if self.of_session(session).count() >= SESSION_CAP
@@ -144,21 +172,38 @@ impl TaskRecord {
             task,
         };
         self.next += 1;
-        self.entries
-            .insert((entry.task.upstream.clone(), entry.task.id.clone()), entry);
-        evicted
+        let route = StatusRoute {
+            session,
+            task: entry.task.clone(),
+        };
+        self.entries.insert(key.clone(), entry);
+        let early = early.map(|params| {
+            if status_of(&params).is_some_and(is_terminal) {
+                self.entries.remove(&key);
+            }
+            (route, params)
+        });
+        Recorded { evicted, early }
     }
 
     /// Where a status notification from `upstream` goes (`params`: the
     /// notification's, a task naming the upstream's id): to the owning
-    /// session, or nowhere when the task is not recorded (never
-    /// created through sluice, evicted, expired, or over). A terminal
-    /// status still goes to the owner, and ends the entry.
+    /// session, or nowhere yet when the task is not recorded: then it is
+    /// held a while for the answer that may create it (a task never
+    /// created through sluice, evicted, expired or over is never
+    /// claimed). A terminal status still goes to the owner, and ends the
+    /// entry.
     pub fn status(&mut self, upstream: &str, params: &Value, now_ms: u64) -> Option<StatusRoute> {
         self.expire(now_ms);
-        let id = params.get(TaskMethod::ID_FIELD).and_then(Value::as_str)?;
+        let Some(id) = params.get(TaskMethod::ID_FIELD).and_then(Value::as_str) else {
+            self.unclaimed.push(upstream.to_owned());
+            return None;
+        };
         let key = (upstream.to_owned(), id.to_owned());
-        let entry = self.entries.get(&key)?;
+        let Some(entry) = self.entries.get(&key) else {
+            self.hold(key, params.clone(), now_ms);
+            return None;
+        };
         let route = StatusRoute {
             session: entry.session,
             task: entry.task.clone(),
@@ -216,8 +261,37 @@ impl TaskRecord {
         self.entries.is_empty()
     }
 
+    /// The upstreams of the statuses no session claimed since last asked.
+    pub fn take_unclaimed(&mut self) -> Vec<String> {
+        std::mem::take(&mut self.unclaimed)
+    }
+
+    fn hold(&mut self, key: (String, String), params: Value, now_ms: u64) {
+        if self.early.len() >= EARLY_CAP
+            && !self.early.contains_key(&key)
+            && let Some(oldest) = self
+                .early
+                .iter()
+                .min_by_key(|(_, (_, at))| *at)
+                .map(|(k, _)| k.clone())
+        {
+            self.early.remove(&oldest);
+            self.unclaimed.push(oldest.0);
+        }
+        // The latest state is what the owner needs; an older one is moot.
+        self.early.insert(key, (params, now_ms));
+    }
+
     fn expire(&mut self, now_ms: u64) {
         self.entries.retain(|_, e| now_ms < e.expires_at_ms);
+        let unclaimed = &mut self.unclaimed;
+        self.early.retain(|(upstream, _), (_, at)| {
+            let held = now_ms.saturating_sub(*at) < EARLY_HOLD_MS;
+            if !held {
+                unclaimed.push(upstream.clone());
+            }
+            held
+        });
     }
 
     fn of_session(&self, session: u64) -> impl Iterator<Item = &Entry> {
@@ -255,7 +329,9 @@ mod tests {
 
     /// Records a task of a minute's TTL.
     fn add(record: &mut TaskRecord, session: u64, task: TaskRef, now_ms: u64) -> Vec<TaskRef> {
-        record.record(session, task, &created(json!(60_000)), now_ms)
+        record
+            .record(session, task, &created(json!(60_000)), now_ms)
+            .evicted
     }
 
     fn ids(rows: &[Listed]) -> Vec<&str> {
@@ -380,6 +456,71 @@ mod tests {
         let evicted = add(&mut full, 9_999, task("u", "last", "anon"), 0);
         assert_eq!(evicted, [task("u", "t0", "anon")]);
         assert_eq!(full.len(), TOTAL_CAP);
+    }
+
+    #[test]
+    fn a_status_before_the_creating_answer_is_held_for_the_owner() {
+        let mut record = TaskRecord::default();
+        let first = json!({"taskId": "t1", "status": "working", "statusMessage": "stage 1"});
+        let second = json!({"taskId": "t1", "status": "working", "statusMessage": "stage 2"});
+        // server-everything: the first stages before the answer that creates the task.
+        assert_eq!(record.status("everything", &first, 0), None);
+        assert_eq!(record.status("everything", &second, 10), None);
+        assert!(record.take_unclaimed().is_empty(), "held, not dropped");
+        let recorded = record.record(
+            4,
+            task("everything", "t1", "anon"),
+            &created(json!(60_000)),
+            20,
+        );
+        let route = StatusRoute {
+            session: 4,
+            task: task("everything", "t1", "anon"),
+        };
+        assert_eq!(
+            recorded.early,
+            Some((route, second)),
+            "the latest, to the owner"
+        );
+        assert_eq!(record.len(), 1);
+        // An early terminal status ends the entry it is delivered for.
+        let done = json!({"taskId": "t2", "status": "completed"});
+        assert_eq!(record.status("everything", &done, 30), None);
+        let t2 = task("everything", "t2", "anon");
+        let recorded = record.record(4, t2, &created(json!(60_000)), 40);
+        assert!(recorded.early.is_some());
+        assert_eq!(record.len(), 1);
+        // Held too long: unclaimed, and not delivered to a later task of that id.
+        let stray = json!({"taskId": "t3", "status": "working"});
+        assert_eq!(record.status("other", &stray, 100), None);
+        let later = 100 + EARLY_HOLD_MS;
+        let t3 = task("other", "t3", "anon");
+        assert_eq!(
+            record.record(4, t3, &created(json!(60_000)), later).early,
+            None
+        );
+        assert_eq!(record.take_unclaimed(), ["other"]);
+        // A status naming no task is unclaimed at once.
+        assert_eq!(
+            record.status("u", &json!({"status": "working"}), later),
+            None
+        );
+        assert_eq!(record.take_unclaimed(), ["u"]);
+    }
+
+    #[test]
+    fn at_most_early_cap_statuses_are_held() {
+        let mut record = TaskRecord::default();
+        for i in 0..=EARLY_CAP as u64 {
+            let status = json!({"taskId": format!("t{i}"), "status": "working"});
+            assert_eq!(record.status("u", &status, i), None);
+        }
+        assert_eq!(record.take_unclaimed(), ["u"], "the oldest went");
+        let t0 = record.record(1, task("u", "t0", "anon"), &created(json!(60_000)), 300);
+        assert_eq!(t0.early, None);
+        let newest = format!("t{EARLY_CAP}");
+        let kept = record.record(1, task("u", &newest, "anon"), &created(json!(60_000)), 300);
+        assert!(kept.early.is_some());
     }
 
     #[test]

@@ -8,12 +8,14 @@ use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
 use arc_swap::ArcSwap;
+use serde_json::Value;
 use sluice_core::catalog::Federation;
 use sluice_core::catalog::UpstreamCatalog;
 use sluice_core::catalog::drift::{Approval, Diff};
 use sluice_core::catalog::poisoning;
 use sluice_core::catalog::view::{list_changes, view_list_changes};
 use sluice_core::health::{CatalogCounts, UpstreamStatus};
+use sluice_core::tasks::TaskRef;
 use tokio::sync::{broadcast, mpsc, watch};
 
 use super::{Live, settings};
@@ -338,6 +340,14 @@ impl Hub {
         }
     }
 
+    /// Records the task a legacy session's call created; a status of it
+    /// the upstream sent before the answer goes to the session now.
+    pub(crate) fn task_created(&self, session: u64, task: TaskRef, created: &Value) {
+        if let Some(event) = self.tasks.created(session, task, created) {
+            let _ = self.events.send(event);
+        }
+    }
+
     fn upstream_event(&self, upstream: &str, event: UpstreamEvent) {
         let event = match event {
             // A URI routes the update: it is not upstream text to redact.
@@ -352,12 +362,13 @@ impl Hub {
             }
             UpstreamEvent::TaskStatus(mut params) => {
                 crate::ops::metrics::redactions(&self.live().redactor.redact(&mut params));
-                match self.tasks.status(upstream, params) {
+                let event = self.tasks.status(upstream, params);
+                for unclaimed in self.tasks.take_unclaimed() {
+                    crate::ops::metrics::task_status_dropped(&unclaimed);
+                }
+                match event {
                     Some(event) => event,
-                    None => {
-                        crate::ops::metrics::task_status_dropped(upstream);
-                        return;
-                    }
+                    None => return,
                 }
             }
             // Each listen stream that asked for the task bounds and seals

@@ -7,7 +7,7 @@ use std::sync::{Mutex, MutexGuard, PoisonError};
 use serde_json::Value;
 use sluice_core::jsonrpc;
 use sluice_core::method::notification;
-use sluice_core::tasks::record::{Listed, TaskRecord};
+use sluice_core::tasks::record::{Listed, StatusRoute, TaskRecord};
 use sluice_core::tasks::{self, TaskIds, TaskRef};
 
 use crate::bridge::now_ms;
@@ -58,15 +58,24 @@ impl Tasks {
         });
     }
 
-    /// Records the task `created` started by the legacy session `session`.
-    pub(crate) fn created(&self, session: u64, task: TaskRef, created: &Value) {
-        let evicted = self.record().record(session, task, created, now_ms());
-        if !evicted.is_empty() {
+    /// Records the task `created` started by the legacy session `session`;
+    /// the event for a status of it the upstream sent before `created`
+    /// (held since; already redacted), if any.
+    pub(super) fn created(
+        &self,
+        session: u64,
+        task: TaskRef,
+        created: &Value,
+    ) -> Option<ClientEvent> {
+        let recorded = self.record().record(session, task, created, now_ms());
+        if !recorded.evicted.is_empty() {
             tracing::debug!(
-                evicted = evicted.len(),
+                evicted = recorded.evicted.len(),
                 "task record full: the oldest tasks are no longer listed"
             );
         }
+        let (route, params) = recorded.early?;
+        Some(self.status_event(route, params))
     }
 
     /// The live tasks of `session` opened by `principal`, oldest first.
@@ -91,13 +100,23 @@ impl Tasks {
 
     /// A status notification from `upstream` (`params` already redacted),
     /// as the event for its owner's session with the id sealed for it;
-    /// `None` when no session owns the task.
-    pub(super) fn status(&self, upstream: &str, mut params: Value) -> Option<ClientEvent> {
+    /// `None` when no session owns the task now (it is held a while for
+    /// the answer that may create it: `sluice_core::tasks::record`).
+    pub(super) fn status(&self, upstream: &str, params: Value) -> Option<ClientEvent> {
         let route = self.record().status(upstream, &params, now_ms())?;
+        Some(self.status_event(route, params))
+    }
+
+    /// The upstreams of the statuses no session claimed since last asked.
+    pub(super) fn take_unclaimed(&self) -> Vec<String> {
+        self.record().take_unclaimed()
+    }
+
+    fn status_event(&self, route: StatusRoute, mut params: Value) -> ClientEvent {
         self.seal_ids(&mut params, &route.task);
-        Some(ClientEvent::TaskStatus {
+        ClientEvent::TaskStatus {
             session: route.session,
             message: jsonrpc::notification(notification::TASK_STATUS, params),
-        })
+        }
     }
 }

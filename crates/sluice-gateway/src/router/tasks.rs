@@ -198,7 +198,7 @@ impl Gateway {
                 id: id.to_owned(),
                 ..task.clone()
             };
-            self.hub.tasks.created(session.id, owned, answer);
+            self.hub.task_created(session.id, owned, answer);
         }
         self.hub.tasks.seal_ids(answer, &task);
     }
