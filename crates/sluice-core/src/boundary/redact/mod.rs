@@ -77,6 +77,9 @@ pub struct Redactor {
     /// Every word of every secret key: a key containing none of them is
     /// not secret (checked without allocating).
     key_words: Option<Pass>,
+    /// The length of the shortest of them: a shorter key (`id`, `ok`)
+    /// holds none, and is not stepped through the pass.
+    shortest_key_word: usize,
 }
 
 // === impl Redactions ===
@@ -115,10 +118,12 @@ impl Redactor {
         all_words.sort_unstable();
         all_words.dedup();
         let key_words = Pass::new(&all_words);
+        let shortest_key_word = all_words.iter().map(|w| w.len()).min().unwrap_or(0);
         Redactor {
             scanner: Scanner::new(&exact, keys.clone()),
             keys,
             key_words,
+            shortest_key_word,
         }
     }
 
@@ -127,13 +132,24 @@ impl Redactor {
         let Some(words_ac) = &self.key_words else {
             return false;
         };
-        words_ac.any(key.as_bytes()) && key_names_secret(&words(key), &self.keys)
+        if key.len() < self.shortest_key_word {
+            return false;
+        }
+        words_ac.any(key.as_bytes()) && self.words_name_secret(key)
+    }
+
+    /// [`Redactor::is_secret_key`] of a key holding a secret key's word:
+    /// out of line, since it allocates the key's words, and most keys hold
+    /// none.
+    #[inline(never)]
+    fn words_name_secret(&self, key: &str) -> bool {
+        key_names_secret(&words(key), &self.keys)
     }
 
     /// Redacts every string in `value`, in place.
     pub fn redact(&self, value: &mut Value) -> Redactions {
         let mut counts = Redactions::default();
-        self.walk(value, &mut counts, &mut Scratch::default());
+        self.walk(value, &mut counts, &mut String::new());
         counts
     }
 
@@ -179,7 +195,7 @@ impl Redactor {
         &self,
         text: &mut String,
         counts: &mut Redactions,
-        scratch: &mut Scratch,
+        scratch: &mut String,
     ) -> bool {
         let worth_parsing = text.contains('\\')
             || self
@@ -208,91 +224,103 @@ impl Redactor {
         &self,
         value: &mut Value,
         counts: &mut Redactions,
-        scratch: &mut Scratch,
+        scratch: &mut String,
     ) -> Option<Resume> {
         match value {
-            Value::String(s) => {
-                // A text that is a JSON document is redacted as one (keys
-                // and all), so that no text pattern can cut across its
-                // quotes; any other text by its patterns.
-                if starts_like_json(s) && self.redact_embedded_json(s, counts, scratch) {
-                    return None;
-                }
-                let (redacted, clean_end) = self.redact_text(s, counts);
-                if let Some(redacted) = redacted {
-                    *s = redacted;
-                }
-                return clean_end;
-            }
+            Value::String(s) => return self.walk_string(s, counts, scratch),
             Value::Array(items) => {
-                // Each item's end state, on a stack shared by the walk.
-                let base = scratch.ends.len();
-                for item in items.iter_mut() {
-                    let end = self.walk(item, counts, scratch);
-                    scratch.ends.push(end);
-                }
                 // Adjacent text blocks, and the strings of an array, as a
-                // client would join them.
-                let Scratch { text, ends } = scratch;
-                let texts =
-                    items
-                        .iter_mut()
-                        .zip(&ends[base..])
-                        .filter_map(|(item, &end)| match item {
-                            Value::String(s) => Some((s, end)),
-                            Value::Object(block)
-                                if field(block, "type").and_then(Value::as_str) == Some("text") =>
-                            {
-                                match block.get_mut("text") {
-                                    Some(Value::String(s)) => Some((s, None)),
-                                    _ => None,
-                                }
+                // client would join them: each join once both its sides
+                // are redacted.
+                let mut previous = None;
+                for item in items.iter_mut() {
+                    let end = self.walk_child(item, counts, scratch);
+                    let text = match item {
+                        Value::String(s) => Some((s, end)),
+                        Value::Object(block)
+                            if field(block, "type").and_then(Value::as_str) == Some("text") =>
+                        {
+                            match block.get_mut("text") {
+                                Some(Value::String(s)) => Some((s, None)),
+                                _ => None,
                             }
-                            _ => None,
-                        });
-                self.redact_joins(texts, counts, text);
-                ends.truncate(base);
+                        }
+                        _ => None,
+                    };
+                    if let Some((text, end)) = text {
+                        self.join_next(&mut previous, text, end, counts, scratch);
+                    }
+                }
             }
             Value::Object(obj) => {
-                let binary_data = matches!(
-                    field(obj, "type").and_then(Value::as_str),
-                    Some("image" | "audio")
-                );
-                let text_blob = field(obj, "mimeType")
-                    .and_then(Value::as_str)
-                    .is_some_and(textual);
-                if text_blob && let Some(Value::String(blob)) = obj.get_mut("blob") {
+                let (kind, mime) = fields_type_and_mime(obj);
+                let binary_data = matches!(kind, Some("image" | "audio"));
+                if mime.is_some_and(textual)
+                    && let Some(Value::String(blob)) = obj.get_mut("blob")
+                {
                     self.redact_text_blob(blob, counts);
                 }
-                let base = scratch.ends.len();
+                // A secret split across the string values of one object.
+                let mut previous = None;
                 for (key, v) in obj.iter_mut() {
                     // Binary payloads, and the MRTR state a client must
                     // echo unchanged, are not text.
                     if opaque(key, binary_data) {
-                        scratch.ends.push(None);
                         continue;
                     }
                     if self.is_secret_key(key) {
                         counts.key += blank_strings(v);
                     }
-                    let end = self.walk(v, counts, scratch);
-                    scratch.ends.push(end);
+                    let end = self.walk_child(v, counts, scratch);
+                    if let Value::String(s) = v {
+                        self.join_next(&mut previous, s, end, counts, scratch);
+                    }
                 }
-                // A secret split across the string values of one object.
-                let Scratch { text, ends } = scratch;
-                let texts =
-                    obj.iter_mut()
-                        .zip(&ends[base..])
-                        .filter_map(|((key, v), &end)| match v {
-                            Value::String(s) if !opaque(key, binary_data) => Some((s, end)),
-                            _ => None,
-                        });
-                self.redact_joins(texts, counts, text);
-                ends.truncate(base);
             }
             _ => {}
         }
         None
+    }
+
+    /// [`Redactor::walk`] of an item or a field, without a call for a
+    /// scalar or a string (most of a record's values).
+    #[inline(always)]
+    fn walk_child(
+        &self,
+        value: &mut Value,
+        counts: &mut Redactions,
+        scratch: &mut String,
+    ) -> Option<Resume> {
+        match value {
+            Value::String(s) => self.walk_string(s, counts, scratch),
+            Value::Array(_) | Value::Object(_) => self.walk(value, counts, scratch),
+            _ => None,
+        }
+    }
+
+    /// Redacts one string of a result; the pass's state at its end when it
+    /// held no trigger.
+    fn walk_string(
+        &self,
+        s: &mut String,
+        counts: &mut Redactions,
+        scratch: &mut String,
+    ) -> Option<Resume> {
+        // Most strings of a record: too short for any rule, and no JSON.
+        if s.len() < MIN_EXACT_SECRET && !starts_like_json(s) {
+            return None;
+        }
+        // A text that is a JSON document is redacted as one (keys and all),
+        // so that no text pattern can cut across its quotes; any other text
+        // by its patterns.
+        if starts_like_json(s) && self.redact_embedded_json(s, counts, scratch) {
+            return None;
+        }
+        let (redacted, clean_end) = self.redact_text(s, counts);
+        if let Some(redacted) = redacted {
+            *s = redacted;
+        }
+        clean_end
     }
 
     /// A base64 blob of text: decoded, redacted, and encoded again when it
@@ -312,26 +340,28 @@ impl Redactor {
         }
     }
 
-    /// Scans each join of consecutive texts and redacts, on both sides,
-    /// what crosses it.
-    fn redact_joins<'v>(
+    /// Joins `text` to the text before it (`previous`), redacting on both
+    /// sides what crosses the join, and makes it the text before the next;
+    /// an empty text is skipped, as a client joining them would.
+    fn join_next<'v>(
         &self,
-        texts: impl Iterator<Item = (&'v mut String, Option<Resume>)>,
+        previous: &mut Option<(&'v mut String, Option<Resume>)>,
+        text: &'v mut String,
+        mut end: Option<Resume>,
         counts: &mut Redactions,
         scratch: &mut String,
     ) {
-        let mut previous: Option<(&mut String, Option<Resume>)> = None;
-        for (text, end) in texts.filter(|(t, _)| !t.is_empty()) {
-            let mut end = end;
-            if let Some((left, left_end)) = previous.take() {
-                // A join that changed the start of `text` leaves no end
-                // state to trust for the next join.
-                if self.redact_join(left, left_end, text, counts, scratch) {
-                    end = None;
-                }
-            }
-            previous = Some((text, end));
+        if text.is_empty() {
+            return;
         }
+        // A join that changed the start of `text` leaves no end state to
+        // trust for the next join.
+        if let Some((left, left_end)) = previous.take()
+            && self.redact_join(left, left_end, text, counts, scratch)
+        {
+            end = None;
+        }
+        *previous = Some((text, end));
     }
 
     /// One join: the end of `left` and the start of `right`, each up to a
@@ -365,6 +395,24 @@ impl Redactor {
         {
             return false;
         }
+        self.redact_crossing(left, tail_start, right, head_end, counts, scratch)
+    }
+
+    /// A join that holds a trigger: `left` from `tail_start` and `right`
+    /// up to `head_end`, copied and scanned as one; what crosses the join
+    /// is redacted on both sides. Out of line: most joins never get here,
+    /// and the ones that do not pay for its frame.
+    #[inline(never)]
+    fn redact_crossing(
+        &self,
+        left: &mut String,
+        tail_start: usize,
+        right: &mut String,
+        head_end: usize,
+        counts: &mut Redactions,
+        scratch: &mut String,
+    ) -> bool {
+        let tail_len = left.len() - tail_start;
         scratch.clear();
         scratch.push_str(&left[tail_start..]);
         scratch.push_str(&right[..head_end]);
@@ -387,14 +435,6 @@ impl Redactor {
         right.replace_range(..cut_right - tail_len, REDACTED);
         true
     }
-}
-
-/// What the walk reuses: the text of a join, and a stack of the end states
-/// of the strings of the arrays and objects being walked.
-#[derive(Default)]
-struct Scratch {
-    text: String,
-    ends: Vec<Option<Resume>>,
 }
 
 /// Whether a MIME type names text (a resource blob of it is redacted).
@@ -433,11 +473,12 @@ fn starts_like_json(text: &str) -> bool {
     }
 }
 
-/// A field of an object. A result's objects are small, and comparing a few
-/// names costs less than hashing one (a record of short fields is looked
-/// up three times).
+/// A result's objects are small: comparing a few names costs less than
+/// hashing one.
+const SMALL: usize = 8;
+
+/// A field of an object (see [`SMALL`]).
 fn field<'v>(obj: &'v serde_json::Map<String, Value>, name: &str) -> Option<&'v Value> {
-    const SMALL: usize = 8;
     if obj.len() > SMALL {
         return obj.get(name);
     }
@@ -445,38 +486,66 @@ fn field<'v>(obj: &'v serde_json::Map<String, Value>, name: &str) -> Option<&'v 
         .find_map(|(key, value)| (key == name).then_some(value))
 }
 
-/// Where the last white space of `text` ends; an ASCII text (most) is
-/// searched byte by byte, without decoding characters.
-fn after_last_space(text: &str) -> Option<usize> {
-    if text.is_ascii() {
-        let space = |b: &u8| char::from(*b).is_whitespace();
-        return text.bytes().rposition(|b| space(&b)).map(|i| i + 1);
+/// An object's `type` and `mimeType`, when they are strings: in one look
+/// at each name of a small object (every record asks for both).
+fn fields_type_and_mime(obj: &serde_json::Map<String, Value>) -> (Option<&str>, Option<&str>) {
+    if obj.len() > SMALL {
+        let get = |name| obj.get(name).and_then(Value::as_str);
+        return (get("type"), get("mimeType"));
     }
-    text.rfind(char::is_whitespace)
-        .map(|i| i + text[i..].chars().next().map_or(1, char::len_utf8))
+    let (mut kind, mut mime) = (None, None);
+    for (key, value) in obj {
+        match key.as_str() {
+            "type" => kind = value.as_str(),
+            "mimeType" => mime = value.as_str(),
+            _ => {}
+        }
+    }
+    (kind, mime)
 }
 
-/// Where the first white space of `text` starts (see [`after_last_space`]).
-fn first_space(text: &str) -> Option<usize> {
-    if text.is_ascii() {
-        return text.bytes().position(|b| char::from(b).is_whitespace());
-    }
-    text.find(char::is_whitespace)
+/// Whether a byte ends an ASCII byte-by-byte search for white space: a
+/// space, or a byte of a character that needs decoding.
+fn space_or_not_ascii(b: &u8) -> bool {
+    !b.is_ascii() || char::from(*b).is_whitespace()
 }
 
 /// Where the last word of `text` starts (at most [`JOIN_REACH`] back).
+/// Only that reach is read, byte by byte while it is ASCII (most text).
 fn join_tail(text: &str) -> usize {
     let floor = text.len().saturating_sub(JOIN_REACH);
-    let mut start = after_last_space(text).unwrap_or(0).max(floor);
+    let tail = text.as_bytes().get(floor..).unwrap_or_default();
+    let mut start = match tail.iter().rposition(space_or_not_ascii) {
+        None => floor,
+        Some(i) if tail.get(i).is_some_and(u8::is_ascii) => floor + i + 1,
+        Some(_) => text
+            .rfind(char::is_whitespace)
+            .map_or(0, |i| {
+                i + text[i..].chars().next().map_or(1, char::len_utf8)
+            })
+            .max(floor),
+    };
     while !text.is_char_boundary(start) {
         start += 1;
     }
     start
 }
 
-/// Where the first word of `text` ends (at most [`JOIN_REACH`] on).
+/// Where the first word of `text` ends (at most [`JOIN_REACH`] on); see
+/// [`join_tail`].
 fn join_head(text: &str) -> usize {
-    let mut end = first_space(text).unwrap_or(text.len()).min(JOIN_REACH);
+    let head = text
+        .as_bytes()
+        .get(..JOIN_REACH.min(text.len()))
+        .unwrap_or_default();
+    let mut end = match head.iter().position(space_or_not_ascii) {
+        None => head.len(),
+        Some(i) if head.get(i).is_some_and(u8::is_ascii) => i,
+        Some(_) => text
+            .find(char::is_whitespace)
+            .unwrap_or(text.len())
+            .min(JOIN_REACH),
+    };
     while !text.is_char_boundary(end) {
         end -= 1;
     }

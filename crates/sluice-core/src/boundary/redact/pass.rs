@@ -204,13 +204,11 @@ impl Pass {
     ) -> Option<usize> {
         let dfa = &self.dfa;
         let mut s = *state;
-        let mut rest = bytes.iter();
-        while let Some(&byte) = rest.next() {
+        for (at, &byte) in bytes.iter().enumerate() {
             s = dfa.next_state(Anchored::No, s, byte);
-            let end = || bytes.len() - rest.len();
-            if dfa.is_special(s) && matched(dfa, s, end(), &mut hit) {
+            if dfa.is_special(s) && matched(dfa, s, at + 1, &mut hit) {
                 *state = s;
-                return Some(end());
+                return Some(at + 1);
             }
         }
         *state = s;

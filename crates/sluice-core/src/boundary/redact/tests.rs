@@ -239,3 +239,60 @@ fn a_secret_split_after_a_clean_string_is_found_from_its_end_state() {
     );
     assert_eq!(counts.total(), 4);
 }
+
+#[test]
+fn a_joins_word_edges_are_found_in_any_text() {
+    // The edges by characters, over the whole text: what the byte by byte
+    // search must agree with.
+    let tail = |t: &str| {
+        let after_space = t
+            .rfind(char::is_whitespace)
+            .map_or(0, |i| i + t[i..].chars().next().map_or(1, char::len_utf8));
+        let mut start = after_space.max(t.len().saturating_sub(JOIN_REACH));
+        while !t.is_char_boundary(start) {
+            start += 1;
+        }
+        start
+    };
+    let head = |t: &str| {
+        let mut end = t
+            .find(char::is_whitespace)
+            .unwrap_or(t.len())
+            .min(JOIN_REACH);
+        while !t.is_char_boundary(end) {
+            end -= 1;
+        }
+        end
+    };
+    let long = "x".repeat(JOIN_REACH + 3);
+    let texts = [
+        String::new(),
+        "word".to_owned(),
+        "two words".to_owned(),
+        " lead".to_owned(),
+        "trail ".to_owned(),
+        "café au lait".to_owned(),
+        "no\u{3000}break\u{a0}here é".to_owned(),
+        "é".repeat(JOIN_REACH),
+        format!("{long} {long}"),
+        format!("a {long}é"),
+        format!("é{long}\u{2003}b"),
+        format!("{} {long}", "é".repeat(300)),
+    ];
+    for t in &texts {
+        assert_eq!(join_tail(t), tail(t), "tail of {t:?}");
+        assert_eq!(join_head(t), head(t), "head of {t:?}");
+    }
+}
+
+#[test]
+fn a_key_shorter_than_every_secret_word_is_not_secret() {
+    let r = Redactor::new(Vec::<String>::new(), &["x-auth", "pwd"]);
+    // `x` of `x-auth` is one byte: every key is looked at.
+    assert!(r.is_secret_key("x-auth"));
+    assert!(r.is_secret_key("pwd"));
+    assert!(!r.is_secret_key("id"));
+    let r = redactor();
+    assert!(!r.is_secret_key("id"));
+    assert!(r.is_secret_key("pass"));
+}
