@@ -79,3 +79,41 @@ async fn sessions_do_not_hold_what_initialize_declared_beyond_what_they_use() {
     let answer = messages(list).await.pop().unwrap();
     assert!(!names(&answer, "tools").is_empty(), "{answer}");
 }
+
+/// A 2 MiB answer of a quarter of a million tiny objects (the costliest
+/// shape per byte, `scripts/bench-isolation.py`'s) arrives whole over both
+/// transports, and a call to another upstream made meanwhile is answered.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_large_answer_of_tiny_objects_arrives_whole_over_both_transports() {
+    const BYTES: u64 = 2 << 20;
+    let count = usize::try_from(BYTES).unwrap() / r#"{"k":1},"#.len();
+    let config = format!(
+        "{}{}",
+        fixture_upstream("fx", &[]),
+        fixture_upstream("fy", &[])
+    );
+    let arguments = json!({"bytes": BYTES, "shape": "objects"});
+    let whole = |answer: &Value, how: &str| {
+        let items = answer["result"]["structuredContent"]["a"]
+            .as_array()
+            .unwrap_or_else(|| panic!("{how}: no array in {}", &answer.to_string()[..200]));
+        assert_eq!(items.len(), count, "{how}");
+        assert!(items.iter().all(|i| *i == json!({"k": 1})), "{how}");
+        assert_eq!(answer["result"]["content"], json!([]), "{how}");
+    };
+
+    let http = std::sync::Arc::new(HttpSluice::start(&config).await);
+    let big = {
+        let http = std::sync::Arc::clone(&http);
+        let arguments = arguments.clone();
+        tokio::spawn(async move { http.call(1, "fx__huge_write", arguments).await })
+    };
+    let echo = http.call(2, "fy__echo", json!({"text": "meanwhile"})).await;
+    assert_eq!(echo["result"]["content"][0]["text"], "meanwhile", "{echo}");
+    whole(&big.await.unwrap(), "http");
+
+    let mut stdio = StdioSluice::start(&config).await;
+    whole(&stdio.call(3, "fx__huge_write", arguments).await, "stdio");
+    let echo = stdio.call(4, "fy__echo", json!({"text": "after"})).await;
+    assert_eq!(echo["result"]["content"][0]["text"], "after", "{echo}");
+}

@@ -55,6 +55,24 @@ impl Bulk {
     }
 }
 
+/// A tool result of about `bytes` bytes whose `structuredContent` is
+/// `{"a":[{"k":1},…]}`: a value for every 8 bytes (built whole; at most
+/// 256 MiB).
+pub fn tiny_objects(bytes: u64) -> String {
+    const ONE: &str = r#"{"k":1},"#;
+    let count = usize::try_from(bytes.min(256 << 20)).unwrap_or(0) / ONE.len();
+    let mut out = String::with_capacity(count * ONE.len() + 64);
+    out.push_str(r#"{"content":[],"structuredContent":{"a":["#);
+    for _ in 0..count {
+        out.push_str(ONE);
+    }
+    if count > 0 {
+        out.pop();
+    }
+    out.push_str("]}}");
+    out
+}
+
 /// A serialized message to write out: whole, or a [`Bulk`] streamed in chunks.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum ReplyText {

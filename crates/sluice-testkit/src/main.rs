@@ -21,7 +21,8 @@
 //!
 //! For read-budget and redaction tests of a gateway: `read_big` (read-only `big`), `reflect`
 //! (sends back any text, structured content, image size or JSON-RPC error it is asked for),
-//! `huge_read` / `huge_write` (answers of any size streamed in 64 KiB chunks), the resource
+//! `huge_read` / `huge_write` (answers of any size streamed in 64 KiB chunks; with
+//! `shape: "objects"`, tiny objects in `structuredContent` instead), the resource
 //! template `fixture://big/{bytes}` and the prompt `big_prompt`.
 //!
 //! For a server checker (`sluice doctor`): `--violate RULE,...` breaks one protocol rule per

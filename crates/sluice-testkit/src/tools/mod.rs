@@ -187,6 +187,16 @@ pub async fn call(fx: &Arc<Fixture>, params: &Value, ctx: &ReqCtx) -> Result<Pay
 
         // Any data through a gateway (redaction tests).
         "reflect" => return reflect(args).map(Payload::from),
+        // `shape: "objects"`: about `bytes` of tiny objects (`{"k":1}`) in
+        // `structuredContent`, the costliest shape per byte to parse and walk.
+        "huge_read" | "huge_write"
+            if args.get("shape").and_then(Value::as_str) == Some("objects") =>
+        {
+            match uint_arg(args, "bytes", None) {
+                Ok(n) => return Ok(Payload::Raw(bulk::tiny_objects(n))),
+                Err(e) => Err(e),
+            }
+        }
         // Answers of any size, streamed in chunks (read-only and destructive variants).
         "huge_read" | "huge_write" => match uint_arg(args, "bytes", None) {
             Ok(n) => return Ok(Payload::Bulk(Bulk::text_result(n))),
