@@ -112,6 +112,16 @@ trap cleanup EXIT
 # ---------------------------------------------------------------------------------------------
 # 1. install the pinned peers into $PEERS/bench
 # ---------------------------------------------------------------------------------------------
+# run_logged WHAT SECONDS LOG CMD...: CMD with its output in LOG, for at most SECONDS; on failure,
+# the end of LOG and a fatal error naming WHAT.
+run_logged() {
+    local what="$1" seconds="$2" logfile="$3"; shift 3
+    if ! timeout "$seconds" "$@" >"$logfile" 2>&1; then
+        tail -n 30 "$logfile" >&2 || true
+        die "$what failed (full log: $logfile)"
+    fi
+}
+
 install_npm_peers() {
     PEER="supergateway"; STEP="npm install of tests/peers/bench"
     local dir="$BENCH_DIR/node" want have
@@ -125,11 +135,8 @@ install_npm_peers() {
     mkdir -p "$dir"
     rm -f "$dir/.stamp"
     cp "$SRC/package.json" "$SRC/package-lock.json" "$dir/"
-    if ! (cd "$dir" && timeout "$NPM_TIMEOUT" npm ci --no-audit --no-fund --loglevel=error \
-            >"$dir/npm-ci.log" 2>&1); then
-        tail -n 30 "$dir/npm-ci.log" >&2 || true
-        die "npm ci failed in $dir (full log: $dir/npm-ci.log)"
-    fi
+    run_logged "npm ci in $dir" "$NPM_TIMEOUT" "$dir/npm-ci.log" \
+        env -C "$dir" npm ci --no-audit --no-fund --loglevel=error
     echo "$want" >"$dir/.stamp"
 }
 
@@ -146,11 +153,8 @@ install_python_peers() {
     log "creating python venv $venv ($py_id, requirements sha256 ${want:0:12})"
     rm -rf "$venv"        # start empty, so nothing left over from older pins survives
     "$PYTHON" -m venv "$venv"
-    if ! timeout "$PIP_TIMEOUT" "$venv/bin/python" -m pip install --disable-pip-version-check \
-            --no-input -q -r "$SRC/requirements.txt" >"$BENCH_DIR/pip-install.log" 2>&1; then
-        tail -n 30 "$BENCH_DIR/pip-install.log" >&2 || true
-        die "pip install failed (full log: $BENCH_DIR/pip-install.log)"
-    fi
+    run_logged "pip install" "$PIP_TIMEOUT" "$BENCH_DIR/pip-install.log" \
+        "$venv/bin/python" -m pip install --disable-pip-version-check --no-input -q -r "$SRC/requirements.txt"
     STEP="pip check in $venv"
     "$venv/bin/python" -m pip check --disable-pip-version-check >&2 || die "broken requirements in $venv"
     echo "$want" >"$venv/.stamp"
@@ -173,11 +177,8 @@ install_cargo_peers() {
     log "building mcp-proxy-rs $MCP_PROXY_RS_VERSION into $dir (cargo install, a few minutes)"
     mkdir -p "$dir"
     rm -f "$dir/.stamp"
-    if ! timeout "$CARGO_TIMEOUT" cargo install mcp-proxy --version "$MCP_PROXY_RS_VERSION" --locked \
-            --no-default-features --root "$dir" >"$dir/cargo-install.log" 2>&1; then
-        tail -n 30 "$dir/cargo-install.log" >&2 || true
-        die "cargo install failed (full log: $dir/cargo-install.log)"
-    fi
+    run_logged "cargo install" "$CARGO_TIMEOUT" "$dir/cargo-install.log" \
+        cargo install mcp-proxy --version "$MCP_PROXY_RS_VERSION" --locked --no-default-features --root "$dir"
     echo "$want" >"$dir/.stamp"
 }
 

@@ -111,7 +111,7 @@ fn describe() {
     describe_gauge!("sluice_sessions_open", "Legacy HTTP sessions open");
     describe_counter!(
         "sluice_task_status_dropped_total",
-        "Task status notifications from an upstream for no task a client session owns"
+        "Task status notifications from an upstream that reached no client: no session owns the task, or the read budget refused the result it carried"
     );
     describe_counter!(
         "sluice_audit_rows_dropped_total",
@@ -209,7 +209,8 @@ pub(crate) fn sessions_open(n: usize) {
     gauge!("sluice_sessions_open").set(n as f64);
 }
 
-/// `upstream` sent a status for a task no session owns: dropped.
+/// `upstream` sent a status no client gets (no session owns the task, or
+/// its result was refused): dropped.
 pub(crate) fn task_status_dropped(upstream: &str) {
     counter!("sluice_task_status_dropped_total", "upstream" => upstream.to_owned()).increment(1);
 }

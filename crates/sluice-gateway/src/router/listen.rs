@@ -168,14 +168,7 @@ impl Gateway {
         // Now's configuration: the stream may outlive a reload.
         let snap = self.snapshot(ctx.view.as_deref());
         let up = snap.upstream(&task.upstream).ok()?;
-        let boundary = answer::tool_boundary(
-            &snap.live.config,
-            &up.config,
-            &snap.live.redactor,
-            &task.tool,
-            &task.exposed,
-            snap.federation.tool(&task.exposed),
-        );
+        let boundary = super::tasks::task_boundary(&snap, &up, &task);
         let bound = answer::bound(&boundary, Ok(params.clone()));
         metrics::redactions(&bound.redactions);
         let Ok(mut params) = bound.answer else {

@@ -58,14 +58,7 @@ impl Gateway {
     ) -> Result<Value, Denied> {
         let upstream = snap.upstream(&task.upstream)?;
         admit_tool(ctx, snap, &task.upstream, &task.tool, &task.exposed)?;
-        let boundary = answer::tool_boundary(
-            &snap.live.config,
-            &upstream.config,
-            &snap.live.redactor,
-            &task.tool,
-            &task.exposed,
-            snap.federation.tool(&task.exposed),
-        );
+        let boundary = task_boundary(snap, &upstream, task);
         let upstream_params = with_name(params, TaskMethod::ID_FIELD, &task.id);
         let mut answer = Forward {
             ctx,
@@ -219,4 +212,21 @@ impl Gateway {
             descriptions.iter().map(|c| &c.description().capabilities),
         )
     }
+}
+
+/// What an answer about `task` goes through: the boundary of the tool
+/// call that started it (its result is that call's result).
+pub(super) fn task_boundary<'a>(
+    snap: &'a Snapshot,
+    upstream: &'a crate::upstream::Upstream,
+    task: &TaskRef,
+) -> sluice_core::boundary::Boundary<'a> {
+    answer::tool_boundary(
+        &snap.live.config,
+        &upstream.config,
+        &snap.live.redactor,
+        &task.tool,
+        &task.exposed,
+        snap.federation.tool(&task.exposed),
+    )
 }
