@@ -64,6 +64,36 @@ fn bench(c: &mut Criterion) {
         });
     }
     group.finish();
+    // From the upstream's bytes to the client's: parsed into a tree,
+    // redacted and written (the data path before issue 17), or redacted
+    // over the text (`redact::text`).
+    let tiny = format!(
+        "{{\"structuredContent\":{{\"a\":[{}]}}}}",
+        vec!["{\"k\":1}"; 14 * MIB / 8].join(",")
+    );
+    let mut bytes = c.benchmark_group("bytes to bytes");
+    for (name, text) in [
+        ("1 MiB prose", prose().to_string()),
+        ("1 MiB records", records().to_string()),
+        ("14 MiB tiny objects", tiny),
+    ] {
+        bytes.throughput(Throughput::Bytes(text.len() as u64));
+        bytes.bench_function(format!("{name}: tree"), |b| {
+            b.iter(|| {
+                let mut v: Value = serde_json::from_str(&text).unwrap_or_default();
+                redactor.redact(&mut v);
+                serde_json::to_vec(&v).unwrap_or_default()
+            })
+        });
+        bytes.bench_function(format!("{name}: text"), |b| {
+            b.iter(|| {
+                let mut out = Vec::with_capacity(text.len());
+                let _ = redactor.redact_text_json(&text, &mut out);
+                out
+            })
+        });
+    }
+    bytes.finish();
     let mut parts = c.benchmark_group("parts, 1 MiB prose");
     parts.throughput(Throughput::Bytes(MIB as u64));
     let p = prose();

@@ -1,8 +1,9 @@
 //! Fuzzing, on the stable toolchain, of every parser in the core that sees
 //! bytes from outside: the JSON-RPC envelope and the id peek, list cursors,
 //! session ids, request states, HTTP header rules, traceparent, SEP-2243
-//! header values, `sluice.toml`, `mcp.json`, `sluice.lock` and the audit
-//! filters' times.
+//! header values, `sluice.toml`, `mcp.json`, `sluice.lock`, the audit
+//! filters' times, and an upstream's result redacted over its text (which
+//! must also come out as the tree walker's output).
 //!
 //! Each target gets random bytes and, mostly, valid inputs mutated (bytes
 //! flipped, inserted, deleted, duplicated; JSON and TOML tokens spliced in;
@@ -20,6 +21,7 @@ use proptest::prelude::*;
 use proptest::test_runner::{Config as RunnerConfig, FileFailurePersistence, TestRunner};
 use serde_json::{Value, json};
 use sluice_core::audit::{parse_rfc3339_ms, parse_since};
+use sluice_core::boundary::redact::{DEFAULT_SECRET_KEYS, Redactor};
 use sluice_core::catalog::lockfile::Lockfile;
 use sluice_core::config::{AllowedOrigin, Config, Source};
 use sluice_core::envelope::{Cursors, Position};
@@ -455,5 +457,41 @@ fn audit_times() {
     fuzz("audit times", seeds, FLAT, text, |t| {
         let _ = parse_since(t, 1_800_000_000_000);
         let _ = parse_rfc3339_ms(t);
+    });
+}
+
+#[test]
+fn redaction_over_text() {
+    // An upstream's result, redacted over its text without a tree: any
+    // bytes that are one JSON document come out as the tree walker's
+    // output; no input panics.
+    let seeds = [
+        json!({"content": [{"type": "text", "text": "token s3cr3t-upstream-token"}, {"type": "image", "data": "QUJD", "mimeType": "image/png"}], "structuredContent": {"password": "hunter2!", "rows": [{"k": 1}, {"k": [2, "s3cr3t-"]}, "upstream-token"]}}),
+        json!({"contents": [{"uri": "file:///a", "mimeType": "text/plain", "blob": "czNjcjN0LXVwc3RyZWFtLXRva2Vu"}]}),
+        json!({"resultType": "input_required", "inputRequests": {"a": {"method": "elicitation/create", "params": {"message": "m"}}}, "requestState": "opaque"}),
+    ];
+    let seeds: Vec<Vec<u8>> = seeds.iter().map(|s| s.to_string().into_bytes()).collect();
+    let redactor = Redactor::new(
+        vec!["s3cr3t-upstream-token".to_owned()],
+        DEFAULT_SECRET_KEYS,
+    );
+    // The tree walker's output is computed beforehand (not counted); the
+    // rules' expressions, compiled the first time they are needed, then.
+    let expected = |bytes: &[u8]| {
+        let t = text(bytes);
+        let tree = serde_json::from_str::<Value>(&t).ok().map(|mut tree| {
+            let counts = redactor.redact(&mut tree);
+            (serde_json::to_vec(&tree).unwrap(), counts)
+        });
+        (t, tree)
+    };
+    fuzz("redaction over text", seeds, TREE, expected, |(t, tree)| {
+        let mut out = Vec::new();
+        let over_text = redactor.redact_text_json(t, &mut out);
+        if let Some((expected, counts)) = tree {
+            let found = over_text.expect("a document the tree parses");
+            assert_eq!(&found.redactions, counts);
+            assert_eq!(&out, expected);
+        }
     });
 }

@@ -30,6 +30,18 @@ pub struct Bounded {
     pub measured: Option<usize>,
 }
 
+/// A result carried as JSON text, after the boundary.
+#[derive(Debug)]
+pub struct BoundedText {
+    /// The redacted result as compact JSON; `None` when it was withheld
+    /// whole for being over the read budget.
+    pub passed: Option<Vec<u8>>,
+    /// The secrets redacted from it.
+    pub redactions: Redactions,
+    /// The passed result's length, when it was measured (a read).
+    pub measured: Option<usize>,
+}
+
 /// What one answer to a client goes through.
 #[derive(Debug, Clone, Copy)]
 pub struct Boundary<'a> {
@@ -67,6 +79,28 @@ impl Boundary<'_> {
         }
     }
 
+    /// [`Boundary::result`] of a result carried as JSON text, without a
+    /// tree of it ([`redact::text`]): the same redaction, the same
+    /// measure. `None` when this boundary projects results (a projection
+    /// reads the tree) or when `text` is not one JSON document.
+    pub fn result_text(&self, text: &str) -> Option<BoundedText> {
+        if self.projection.is_some() {
+            return None;
+        }
+        let mut out = Vec::with_capacity(text.len());
+        let found = self.redactor.redact_text_json(text, &mut out).ok()?;
+        let input_required = asks_input(&out);
+        let over =
+            out.len() > self.limit || found.binary_bytes > budget::binary_ceiling(self.limit);
+        let measuring = self.read || input_required;
+        let refused = measuring && over;
+        Some(BoundedText {
+            measured: (measuring && !refused).then_some(out.len()),
+            passed: (!refused).then_some(out),
+            redactions: found.redactions,
+        })
+    }
+
     /// Redacts an error's message and data (errors are not measured: they
     /// are not reads).
     pub fn error(&self, mut error: RpcError) -> (RpcError, Redactions) {
@@ -81,6 +115,21 @@ impl Boundary<'_> {
             counts.pattern += more.pattern;
         }
         (error, counts)
+    }
+}
+
+/// Whether a result's compact JSON says `resultType: "input_required"`,
+/// read without a tree; a `resultType` that cannot be read so (repeated,
+/// escaped) counts as one, so that it is measured.
+fn asks_input(json: &[u8]) -> bool {
+    #[derive(serde::Deserialize)]
+    struct Head<'a> {
+        #[serde(rename = "resultType", borrow)]
+        result_type: Option<&'a str>,
+    }
+    match serde_json::from_slice::<Head<'_>>(json) {
+        Ok(head) => head.result_type == Some("input_required"),
+        Err(_) => true,
     }
 }
 
@@ -105,6 +154,50 @@ mod tests {
 
     fn text(n: usize) -> Value {
         json!({"content": [{"type": "text", "text": "x".repeat(n)}]})
+    }
+
+    /// [`Boundary::result_text`] against [`Boundary::result`].
+    fn same_over_text(b: &Boundary<'_>, result: &Value) {
+        let tree = b.result(result.clone());
+        let text = b
+            .result_text(&serde_json::to_string_pretty(result).unwrap_or_default())
+            .expect("no projection");
+        let passed = tree
+            .passed
+            .map(|v| serde_json::to_vec(&v).unwrap_or_default());
+        assert_eq!(text.passed, passed);
+        assert_eq!(text.measured, tree.measured);
+        assert_eq!(text.redactions, tree.redactions);
+    }
+
+    #[test]
+    fn a_result_over_text_meets_the_same_boundary() {
+        let r = Redactor::new(
+            vec!["s3cr3t-upstream-token".to_owned()],
+            redact::DEFAULT_SECRET_KEYS,
+        );
+        let image = |n: usize| json!({"content": [{"type": "image", "mimeType": "image/png", "data": "A".repeat(n)}]});
+        let cases = [
+            text(1_000),
+            text(1_000_000),
+            json!({"content": [{"type": "text", "text": "s3cr3t-upstream-token"}], "password": "x"}),
+            json!({"resultType": "input_required", "inputRequests": {"a": {"method": "elicitation/create", "params": {"message": "x".repeat(100_000)}}}}),
+            image(40_000),
+            image(90_000),
+            json!({"structuredContent": {"rows": (0..20_000).map(|k| json!({"k": k})).collect::<Vec<_>>()}}),
+        ];
+        for surface in [Surface::Tool, Surface::Resource] {
+            for read in [true, false] {
+                for case in &cases {
+                    same_over_text(&boundary(&r, surface, read), case);
+                }
+            }
+        }
+        let mut b = boundary(&r, Surface::Tool, true);
+        let projection = Projection::Keep(vec![vec![project::Step::Key("a".into())]]);
+        b.projection = Some(&projection);
+        assert!(b.result_text("{}").is_none(), "a projection reads the tree");
+        assert!(boundary(&r, Surface::Tool, true).result_text("{").is_none());
     }
 
     #[test]

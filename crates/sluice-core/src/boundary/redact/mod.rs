@@ -38,6 +38,7 @@ pub mod encodings;
 mod engine;
 mod pass;
 pub mod rules;
+pub mod text;
 
 use serde_json::Value;
 
