@@ -4,7 +4,7 @@
 #
 #   scripts/bench-peers.sh [--out FILE] [--rounds N] [--requests R] [--warmup W]
 #                          [--concurrency "1 16 64"] [--peers "sluice mcp-proxy ..."]
-#                          [--no-build] [--smoke]
+#                          [--tool NAME --args JSON] [--no-build] [--smoke]
 #
 #   ROUNDS (default 5), REQUESTS (auto), WARMUP (200), CONCURRENCY ("1 16 64"), PEER_LIST
 #   (sluice sluice-legacy supergateway supergateway-stateful mcp-proxy mcp-proxy-rs contextforge
@@ -17,6 +17,10 @@
 #   PEERS (default <repo>/.peers) is where the peers are installed, under $PEERS/bench.
 #   --no-build uses the binaries already in target/release; --smoke only installs, starts every
 #   gateway and makes one call through each by hand (curl), without sluice-bench.
+#   --tool and --args (default echo and {"text":"hello"}) call another of the fixture's tools, under
+#   each gateway's name for it: `--tool huge_read --args '{"bytes":1048576}'` measures a 1 MiB
+#   read-only result (sluice lists huge_read as read-only, with a 2 MiB read budget, so that it
+#   redacts and measures it and lets it through).
 #
 # Steps: install the pinned peers (tests/peers/bench/: package.json + package-lock.json for npm,
 # requirements.txt for PyPI; a stamp holding the inputs' sha256 skips an install that is up to
@@ -46,6 +50,8 @@ ROUNDS="${ROUNDS:-5}"
 REQUESTS="${REQUESTS:-auto}"
 RUN_SECONDS="${RUN_SECONDS:-10}"
 WARMUP="${WARMUP:-200}"
+BENCH_TOOL="echo"
+BENCH_ARGS='{"text":"hello"}'
 CONCURRENCY="${CONCURRENCY:-1 16 64}"
 KNOWN_PEERS="sluice sluice-legacy supergateway supergateway-stateful mcp-proxy mcp-proxy-rs contextforge contextforge-stateful"
 MCP_PROXY_RS_VERSION="0.6.0"     # joshrotenberg/mcp-proxy, Rust (tower-mcp), from crates.io
@@ -69,6 +75,8 @@ while [ $# -gt 0 ]; do
         --warmup) WARMUP="$2"; shift 2 ;;
         --concurrency) CONCURRENCY="$2"; shift 2 ;;
         --peers) PEER_LIST="$2"; shift 2 ;;
+        --tool) BENCH_TOOL="$2"; shift 2 ;;
+        --args) BENCH_ARGS="$2"; shift 2 ;;
         --no-build) BUILD=0; shift ;;
         --smoke) SMOKE=1; shift ;;
         -h|--help) usage; exit 0 ;;
@@ -323,6 +331,8 @@ default = "off"
 name = "fx"
 command = "$FIXTURE"
 prefix = false
+read_only_tools = ["huge_read"]
+mcp_read_response_max_bytes = 2097152
 
 [state]
 dir = "$dir/state"
@@ -486,9 +496,11 @@ start_peer() {
 # connect, 124 timed out).
 bench() {
     local peer="$1" era="$2" c="$3" requests="$4" warmup="$5"
+    # Each gateway's name for the echo tool, with the tool measured in its place.
+    local tool="${TOOL[$peer]%echo}$BENCH_TOOL"
     BENCH_RC=0
     timeout "$BENCH_TIMEOUT" "$SLUICE_BENCH" --json --era "$era" --connections "$c" --concurrency "$c" \
-        --requests "$requests" --warmup "$warmup" --tool "${TOOL[$peer]}" --args '{"text":"hello"}' \
+        --requests "$requests" --warmup "$warmup" --tool "$tool" --args "$BENCH_ARGS" \
         "${URL[$peer]}" >"$RUN_DIR/bench.json" 2>"$RUN_DIR/bench.err" || BENCH_RC=$?
 }
 
