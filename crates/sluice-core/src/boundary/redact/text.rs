@@ -153,12 +153,12 @@ impl<'de> Walk<'_> {
         depth: usize,
         out: &mut Vec<u8>,
     ) -> Result<(), serde_json::Error> {
-        if depth > MAX_DEPTH {
-            return Err(de::Error::custom("nested too deeply"));
-        }
         match kind {
             Some(b'[') => self.array(raw, blank, depth, out),
-            Some(_) => self.object(raw, depth, out, false).map(drop),
+            Some(_) => {
+                let fields = self.type_and_mime(raw)?;
+                self.object(raw, fields, depth, out, false).map(drop)
+            }
             None => write(out, &self.tree(raw.get(), blank)?.0),
         }
     }
@@ -192,13 +192,20 @@ impl<'de> Walk<'_> {
         depth: usize,
         out: &mut Vec<u8>,
     ) -> Result<(), serde_json::Error> {
+        too_deep(depth)?;
         out.push(b'[');
         let mut sink = Sink::new(out);
         each_element(raw, |item| {
             let kind = self.container(item.get());
-            if kind == Some(b'{') && self.type_and_mime(item)?.0.as_deref() == Some("text") {
+            if kind == Some(b'{') {
+                let fields = self.type_and_mime(item)?;
+                if fields.0.as_deref() != Some("text") {
+                    return self
+                        .object(item, fields, depth + 1, sink.next_item(), false)
+                        .map(drop);
+                }
                 let mut block = Vec::new();
-                return match self.object(item, depth + 1, &mut block, true)? {
+                return match self.object(item, fields, depth + 1, &mut block, true)? {
                     Some((at, text)) => {
                         let after = block.split_off(at);
                         let held = Held {
@@ -217,10 +224,7 @@ impl<'de> Walk<'_> {
                 };
             }
             if kind.is_some() {
-                let into = sink.next_item();
-                // An object under a secret key is walked, not blanked.
-                let blank = blank && kind == Some(b'[');
-                return self.value(item, kind, blank, depth + 1, into);
+                return self.array(item, blank, depth + 1, sink.next_item());
             }
             let (mut value, end) = self.tree(item.get(), blank)?;
             match array_text(&mut value) {
@@ -238,18 +242,21 @@ impl<'de> Walk<'_> {
     }
 
     /// A large object, field by field: its strings joined as in the tree
-    /// walker; its `type` and `mimeType` read first, since they decide
-    /// which of its fields are binary.
-    /// `lift`: it is a text block whose `text` an array joins: that text is
-    /// returned, with where it goes in `out`, instead of written.
+    /// walker. `fields`: its `type` and `mimeType`
+    /// ([`Walk::type_and_mime`], read first, since they decide which of its
+    /// fields are binary). `lift`: it is a text block whose `text` an array
+    /// joins: that text is returned, with where it goes in `out`, instead
+    /// of written.
     fn object(
         &mut self,
         raw: &'de RawValue,
+        fields: (Option<String>, Option<String>),
         depth: usize,
         out: &mut Vec<u8>,
         lift: bool,
     ) -> Result<Option<(usize, Value)>, serde_json::Error> {
-        let (kind, mime) = self.type_and_mime(raw)?;
+        too_deep(depth)?;
+        let (kind, mime) = fields;
         let binary_data = matches!(kind.as_deref(), Some("image" | "audio"));
         let text_blob = mime.as_deref().is_some_and(textual);
         out.push(b'{');
@@ -258,8 +265,7 @@ impl<'de> Walk<'_> {
         each_field(raw, |key, value| {
             if opaque(&key, binary_data) {
                 let into = sink.next_field(&key)?;
-                let kind = self.container(value.get());
-                if kind.is_none() {
+                if self.container(value.get()).is_none() {
                     let mut payload: Value = serde_json::from_str(value.get())?;
                     match &mut payload {
                         Value::String(blob) if key == "blob" && text_blob => {
@@ -326,9 +332,7 @@ impl<'de> Walk<'_> {
 
     /// [`budget::binary_bytes`] of a value, over its text.
     fn binary_in(&self, raw: &RawValue, depth: usize) -> Result<usize, serde_json::Error> {
-        if depth > MAX_DEPTH {
-            return Err(de::Error::custom("nested too deeply"));
-        }
+        too_deep(depth)?;
         let mut sum = 0;
         match self.container(raw.get()) {
             None => sum = budget::binary_bytes(&serde_json::from_str(raw.get())?),
@@ -502,6 +506,14 @@ fn array_text(value: &mut Value) -> Option<(&mut String, bool)> {
 /// The joinable text of a held item.
 fn held_text(value: &mut Value) -> Option<&mut String> {
     array_text(value).map(|(text, _)| text)
+}
+
+/// Containers nested deeper than [`MAX_DEPTH`] are refused.
+fn too_deep(depth: usize) -> Result<(), serde_json::Error> {
+    match depth > MAX_DEPTH {
+        true => Err(de::Error::custom("nested too deeply")),
+        false => Ok(()),
+    }
 }
 
 fn write(out: &mut Vec<u8>, value: &Value) -> Result<(), serde_json::Error> {
