@@ -7,7 +7,10 @@
 
 use std::fmt::{self, Display, Write as _};
 
+use serde_json::value::RawValue;
 use serde_json::{Map, Value, json};
+
+use crate::payload::Payload;
 
 /// The longest `id` sluice takes, in bytes of its JSON text: an id is
 /// kept while its request is in flight and echoed in its answer, so its
@@ -206,6 +209,71 @@ pub fn response(id: Value, outcome: Result<Value, RpcError>) -> Value {
     match outcome {
         Ok(result) => json!({"jsonrpc": "2.0", "id": id, "result": result}),
         Err(error) => json!({"jsonrpc": "2.0", "id": id, "error": error.to_value()}),
+    }
+}
+
+/// A successful response whose result is kept as its text
+/// ([`crate::payload`]): how a large answer is read.
+#[derive(Debug)]
+pub struct TextAnswer {
+    /// The id of the request this answers.
+    pub id: Value,
+    /// The result, as it came.
+    pub result: Box<RawValue>,
+}
+
+impl TextAnswer {
+    /// Reads a message as a successful response without a tree of its
+    /// result. `None` for anything else (a request, an error, a repeated
+    /// field, not JSON-RPC): [`Message::parse`] then classifies it whole.
+    pub fn parse(bytes: &[u8]) -> Option<TextAnswer> {
+        #[derive(serde::Deserialize)]
+        struct Envelope<'a> {
+            #[serde(borrow)]
+            jsonrpc: Option<&'a RawValue>,
+            id: Option<Value>,
+            result: Option<Box<RawValue>>,
+            #[serde(borrow)]
+            method: Option<&'a RawValue>,
+            #[serde(borrow)]
+            error: Option<&'a RawValue>,
+        }
+        let envelope: Envelope<'_> = serde_json::from_slice(bytes).ok()?;
+        let version = envelope.jsonrpc.map(RawValue::get);
+        if version != Some("\"2.0\"") || envelope.method.is_some() || envelope.error.is_some() {
+            return None;
+        }
+        Some(TextAnswer {
+            id: envelope.id.filter(is_valid_id)?,
+            result: envelope.result?,
+        })
+    }
+}
+
+/// [`response`] of a result however it is held: a result kept as text
+/// makes a response kept as text, written once at its final size.
+pub fn response_payload(id: Value, outcome: Result<Payload, RpcError>) -> Payload {
+    match outcome {
+        Ok(Payload::Text(result)) => {
+            let id = id.to_string();
+            let result = result.get();
+            let mut message = String::with_capacity(result.len() + id.len() + 32);
+            message.push_str(r#"{"jsonrpc":"2.0","id":"#);
+            message.push_str(&id);
+            message.push_str(r#","result":"#);
+            message.push_str(result);
+            message.push('}');
+            match RawValue::from_string(message) {
+                Ok(message) => Payload::Text(message),
+                // A valid id and a valid result make a valid message.
+                Err(_) => Payload::Tree(response(
+                    Value::Null,
+                    Err(RpcError::new(INTERNAL_ERROR, "unwritable result")),
+                )),
+            }
+        }
+        Ok(Payload::Tree(result)) => Payload::Tree(response(id, Ok(result))),
+        Err(error) => Payload::Tree(response(id, Err(error))),
     }
 }
 

@@ -102,6 +102,7 @@ pub mod jsonrpc;
 pub mod method;
 pub mod naming;
 pub mod outbound;
+pub mod payload;
 pub mod policy;
 pub mod progressive;
 pub mod protocol;

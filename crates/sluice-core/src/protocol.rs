@@ -8,9 +8,11 @@
 //! is shaped for the era of the client that reads it, whatever the era of
 //! the upstream that made it.
 
+use serde_json::value::RawValue;
 use serde_json::{Map, Value, json};
 
 use crate::jsonrpc::{self, RpcError};
+use crate::payload::{ResultHead, each_field};
 
 /// The one modern protocol version.
 pub const MODERN_VERSION: &str = "2026-07-28";
@@ -220,6 +222,79 @@ pub fn shape_result(
             strip_reserved_meta(obj);
         }
     }
+}
+
+/// The top-level fields [`shape_result`] reads or writes.
+const SHAPED_FIELDS: [&str; 4] = ["resultType", "ttlMs", "cacheScope", "_meta"];
+
+/// [`shape_result`] of a result carried as text
+/// ([`crate::payload::Payload::Text`]): the
+/// shaped fields are read from the text, shaped as a tree of only them, and
+/// written where they were (new ones last, as a tree would append them);
+/// every other field is copied as it came.
+pub fn shape_result_text(
+    era: Era,
+    method: &str,
+    text: Box<RawValue>,
+    hints: CacheHints,
+    server_info: &Value,
+) -> Result<Box<RawValue>, serde_json::Error> {
+    if !text.get().starts_with('{') {
+        return Ok(text);
+    }
+    let Some(head) = ResultHead::read(&text) else {
+        // A repeated shaped field: shaped as a tree, which keeps the last.
+        let mut tree: Value = serde_json::from_str(text.get())?;
+        shape_result(era, method, &mut tree, hints, server_info);
+        return serde_json::value::to_raw_value(&tree);
+    };
+    let mut shaped = Map::new();
+    for (key, value) in
+        SHAPED_FIELDS
+            .into_iter()
+            .zip([head.result_type, head.ttl_ms, head.cache_scope, head.meta])
+    {
+        if let Some(value) = value {
+            shaped.insert(key.to_owned(), value);
+        }
+    }
+    let head = Value::Object(shaped);
+    let mut shaped_value = head.clone();
+    shape_result(era, method, &mut shaped_value, hints, server_info);
+    if shaped_value == head {
+        // Nothing to change (a legacy client, an upstream that sent no
+        // modern fields): the text goes on as it is.
+        return Ok(text);
+    }
+    let Value::Object(mut shaped) = shaped_value else {
+        return Ok(text);
+    };
+    let mut out = String::with_capacity(text.get().len() + 256);
+    out.push('{');
+    let field = |out: &mut String, key: &str, value: &str| {
+        if out.len() > 1 {
+            out.push(',');
+        }
+        // A key is a string: writing one cannot fail.
+        out.push_str(&serde_json::to_string(key).unwrap_or_default());
+        out.push(':');
+        out.push_str(value);
+    };
+    each_field(&text, |key, value| {
+        if SHAPED_FIELDS.contains(&key.as_ref()) {
+            if let Some(value) = shaped.shift_remove(key.as_ref()) {
+                field(&mut out, &key, &serde_json::to_string(&value)?);
+            }
+        } else {
+            field(&mut out, &key, value.get());
+        }
+        Ok(())
+    })?;
+    for (key, value) in &shaped {
+        field(&mut out, key, &serde_json::to_string(value)?);
+    }
+    out.push('}');
+    RawValue::from_string(out)
 }
 
 fn fill_cache_hints(obj: &mut Map<String, Value>, hints: CacheHints) {
@@ -481,6 +556,40 @@ mod tests {
         let mut r = json!({"content": [], "_meta": related});
         shape_result(Era::Legacy, "tasks/result", &mut r, HINTS, &info());
         assert_eq!(r["_meta"], related);
+    }
+
+    #[test]
+    fn shaping_over_text_is_shaping_over_the_tree() {
+        let results = [
+            r#"{"tools":[],"x-extra":1.50,"_meta":{"k":"v"}}"#,
+            r#"{"content":[{"type":"text","text":"\u00e9"}],"isError":false}"#,
+            r#"{"contents":[],"ttlMs":5000,"cacheScope":"public","resultType":"complete"}"#,
+            r#"{"_meta":{"io.modelcontextprotocol/serverInfo":{},"x.example/k":1},"content":[],"ttlMs":0}"#,
+            r#"{"resultType":"input_required","requestState":"s"}"#,
+            r#"{"resultType":"complete","resultType":"input_required"}"#,
+            r#"[1,2]"#,
+        ];
+        for json in results {
+            for era in [Era::Modern, Era::Legacy] {
+                for method in ["tools/call", "resources/read", "tools/list"] {
+                    let text = RawValue::from_string(json.to_owned()).expect("json");
+                    let shaped =
+                        shape_result_text(era, method, text, HINTS, &info()).expect("shapes");
+                    let mut tree: Value = serde_json::from_str(json).expect("json");
+                    shape_result(era, method, &mut tree, HINTS, &info());
+                    let from_text: Value = serde_json::from_str(shaped.get()).expect("json");
+                    assert_eq!(from_text, tree, "{json} {era:?} {method}");
+                }
+            }
+        }
+        // Fields keep their places; the ones shaping adds come last.
+        let text = RawValue::from_string(r#"{"a":1,"_meta":{},"b":2.50}"#.into()).expect("json");
+        let shaped =
+            shape_result_text(Era::Modern, "tools/call", text, HINTS, &info()).expect("shapes");
+        assert_eq!(
+            shaped.get(),
+            r#"{"a":1,"_meta":{"io.modelcontextprotocol/serverInfo":{"name":"sluice","version":"0"}},"b":2.50,"resultType":"complete"}"#
+        );
     }
 
     #[test]

@@ -33,6 +33,7 @@ use rand::Rng;
 use serde_json::{Map, Value, json};
 use sluice_core::jsonrpc::RpcError;
 use sluice_core::method::Method;
+use sluice_core::payload::Payload;
 use sluice_core::policy::Denied;
 use sluice_core::request_state::{self, ParkedCall, StateKey};
 use sluice_core::upstream_auth::web::on_behalf_of;
@@ -53,7 +54,7 @@ pub(crate) struct Flight {
 }
 
 /// What the upstream answered, or why it did not.
-type Outcome = Result<Value, UpstreamFailure>;
+type Outcome = Result<Payload, UpstreamFailure>;
 
 /// A call's answer: polled by the request that drives it (no task of its
 /// own), or, once parked for a client's input, on a task of its own so that
@@ -109,7 +110,7 @@ impl Flight {
         let caps = ctx.client_capabilities.clone();
         let principal = on_behalf_of(ctx.scoped, &ctx.principal);
         let answer = Box::pin(async move {
-            conn.call(Call {
+            conn.carry(Call {
                 method: &method,
                 params,
                 client_capabilities: &caps,

@@ -16,6 +16,7 @@ use serde_json::{Value, json};
 use sluice_core::access::Principal;
 use sluice_core::jsonrpc;
 use sluice_core::method::notification;
+use sluice_core::payload::Payload;
 use sluice_core::policy::Denied;
 use sluice_core::protocol::{self, Era};
 use tokio::sync::{broadcast, mpsc};
@@ -94,7 +95,7 @@ pub struct RequestCtx {
 /// A way to send messages to the client while one request is open.
 #[derive(Clone)]
 pub struct ClientLink {
-    tx: mpsc::Sender<Value>,
+    tx: mpsc::Sender<Payload>,
     /// Cancelled when the client is gone although `tx` stays open (stdio:
     /// stdin closed, while stdout still takes the last answers).
     gone: Option<CancellationToken>,
@@ -125,7 +126,7 @@ pub struct ClientSession {
     subscriptions: Mutex<HashMap<String, String>>,
     /// Where notifications unrelated to a request go (the GET stream, or
     /// stdout); `None` while the client has no such stream open.
-    standalone: Mutex<Option<mpsc::Sender<Value>>>,
+    standalone: Mutex<Option<mpsc::Sender<Payload>>>,
     /// Requests in flight, by the client's id, to cancel them.
     inflight: Mutex<HashMap<String, CancellationToken>>,
     last_seen: Mutex<Instant>,
@@ -154,7 +155,7 @@ impl RequestCtx {
 
 impl ClientLink {
     /// A link that can also carry server-to-client requests.
-    pub(crate) fn new(tx: mpsc::Sender<Value>, answers: Option<Arc<Pending>>) -> Self {
+    pub(crate) fn new(tx: mpsc::Sender<Payload>, answers: Option<Arc<Pending>>) -> Self {
         ClientLink {
             tx,
             gone: None,
@@ -170,7 +171,7 @@ impl ClientLink {
 
     /// Sends a notification; `false` when the client is gone.
     pub(crate) async fn notify(&self, message: Value) -> bool {
-        self.tx.send(message).await.is_ok()
+        self.tx.send(message.into()).await.is_ok()
     }
 
     /// Resolves when the client stopped listening.
@@ -202,7 +203,7 @@ impl ClientLink {
         let (id, rx) = answers.register();
         let sent = self
             .tx
-            .send(jsonrpc::request(json!(id), method, params))
+            .send(jsonrpc::request(json!(id), method, params).into())
             .await;
         if sent.is_err() {
             answers.forget(id);
@@ -283,7 +284,7 @@ impl ClientSession {
         !stream_open && !busy && Self::lock(&self.last_seen).elapsed() > limit
     }
 
-    pub(crate) fn set_standalone(&self, tx: mpsc::Sender<Value>) {
+    pub(crate) fn set_standalone(&self, tx: mpsc::Sender<Payload>) {
         *Self::lock(&self.standalone) = Some(tx);
     }
 
@@ -370,7 +371,7 @@ impl ClientSession {
                 };
                 let tx = Self::lock(&session.standalone).clone();
                 if let Some(tx) = tx {
-                    let _ = tx.try_send(message);
+                    let _ = tx.try_send(message.into());
                 }
             }
         });

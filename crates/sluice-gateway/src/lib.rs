@@ -38,6 +38,8 @@
 //!   (each upstream's complete read, as approved by `sluice.lock`), client
 //!   events, health; and the one-shot catalog reads of `sluice lock` and
 //!   `sluice check`.
+//! - `offload`: long CPU work on a large message (its walk, its shaping),
+//!   kept off the worker queue other requests share.
 #![deny(missing_docs)]
 
 pub mod auth;
@@ -47,6 +49,7 @@ pub mod console;
 pub mod doctor;
 pub mod downstream;
 pub mod gateway;
+mod offload;
 pub mod ops;
 pub mod outbound;
 mod pending;

@@ -11,21 +11,33 @@ use std::sync::atomic::{AtomicU64, Ordering};
 
 use serde_json::Value;
 use sluice_core::jsonrpc::RpcError;
+#[cfg(doc)]
+use sluice_core::payload::Payload;
 use tokio::sync::oneshot;
 
 /// What a waiter receives: the peer's result or error, or `Err(None)` when
-/// the peer went away first.
-pub(crate) type Answer = Result<Value, Option<RpcError>>;
+/// the peer went away first. An upstream's result is a [`Payload`] (a large
+/// one stays text); a client's is a tree.
+pub(crate) type Answer<T = Value> = Result<T, Option<RpcError>>;
 
-#[derive(Debug, Default)]
-pub(crate) struct Pending {
+#[derive(Debug)]
+pub(crate) struct Pending<T = Value> {
     next_id: AtomicU64,
-    waiters: Mutex<HashMap<u64, oneshot::Sender<Answer>>>,
+    waiters: Mutex<HashMap<u64, oneshot::Sender<Answer<T>>>>,
 }
 
-impl Pending {
+impl<T> Default for Pending<T> {
+    fn default() -> Self {
+        Pending {
+            next_id: AtomicU64::new(0),
+            waiters: Mutex::default(),
+        }
+    }
+}
+
+impl<T> Pending<T> {
     /// Allocates an id and a receiver for its answer.
-    pub(crate) fn register(&self) -> (u64, oneshot::Receiver<Answer>) {
+    pub(crate) fn register(&self) -> (u64, oneshot::Receiver<Answer<T>>) {
         let id = self.next_id.fetch_add(1, Ordering::Relaxed) + 1;
         let (tx, rx) = oneshot::channel();
         self.lock().insert(id, tx);
@@ -34,7 +46,7 @@ impl Pending {
 
     /// Delivers an answer; `false` when no one waits for that id (a late
     /// answer to a cancelled request, or an id sluice never sent).
-    pub(crate) fn resolve(&self, id: &Value, answer: Answer) -> bool {
+    pub(crate) fn resolve(&self, id: &Value, answer: Answer<T>) -> bool {
         let Some(id) = id.as_u64() else {
             return false;
         };
@@ -57,7 +69,7 @@ impl Pending {
         }
     }
 
-    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<u64, oneshot::Sender<Answer>>> {
+    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<u64, oneshot::Sender<Answer<T>>>> {
         // A panic while holding this lock cannot leave the map inconsistent
         // (every operation is one insert or remove), so poisoning is ignored.
         self.waiters
@@ -73,7 +85,7 @@ mod tests {
 
     #[tokio::test]
     async fn answers_reach_their_waiter_once() {
-        let p = Pending::default();
+        let p = Pending::<Value>::default();
         let (a, rx_a) = p.register();
         let (b, rx_b) = p.register();
         assert_ne!(a, b);

@@ -3,6 +3,8 @@
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+use crate::payload::Payload;
+
 /// What became of one request, as the audit log and the metrics name it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
@@ -80,10 +82,20 @@ impl Decision {
     /// The decision for a result the upstream sent and sluice passed: a
     /// tool result with `isError: true` is a tool error, an
     /// `input_required` result a paused call.
-    pub fn of_result(result: &Value) -> Decision {
-        if result.get("resultType").and_then(Value::as_str) == Some("input_required") {
+    pub fn of_result(result: &Payload) -> Decision {
+        let (result_type, is_error) = match result {
+            Payload::Tree(result) => (
+                result.get("resultType").cloned(),
+                result.get("isError").cloned(),
+            ),
+            Payload::Text(_) => {
+                let head = result.head();
+                (head.result_type, head.is_error)
+            }
+        };
+        if result_type.as_ref().and_then(Value::as_str) == Some("input_required") {
             Decision::InputRequired
-        } else if result.get("isError").and_then(Value::as_bool) == Some(true) {
+        } else if is_error.as_ref().and_then(Value::as_bool) == Some(true) {
             Decision::ToolError
         } else {
             Decision::Ok
@@ -178,17 +190,33 @@ mod tests {
 
     #[test]
     fn a_tool_error_is_told_from_a_result() {
-        assert_eq!(Decision::of_result(&json!({"content": []})), Decision::Ok);
+        for (result, decision) in [
+            (json!({"content": [], "isError": true}), Decision::ToolError),
+            (
+                json!({"resultType": "input_required"}),
+                Decision::InputRequired,
+            ),
+            (json!({"content": []}), Decision::Ok),
+        ] {
+            let text = serde_json::value::to_raw_value(&result).expect("json");
+            assert_eq!(Decision::of_result(&Payload::Text(text)), decision);
+        }
         assert_eq!(
-            Decision::of_result(&json!({"content": [], "isError": true})),
-            Decision::ToolError
-        );
-        assert_eq!(
-            Decision::of_result(&json!({"isError": "yes"})),
+            Decision::of_result(&Payload::Tree(json!({"content": []}))),
             Decision::Ok
         );
         assert_eq!(
-            Decision::of_result(&json!({"resultType": "input_required", "inputRequests": {}})),
+            Decision::of_result(&Payload::Tree(json!({"content": [], "isError": true}))),
+            Decision::ToolError
+        );
+        assert_eq!(
+            Decision::of_result(&Payload::Tree(json!({"isError": "yes"}))),
+            Decision::Ok
+        );
+        assert_eq!(
+            Decision::of_result(&Payload::Tree(
+                json!({"resultType": "input_required", "inputRequests": {}})
+            )),
             Decision::InputRequired
         );
     }

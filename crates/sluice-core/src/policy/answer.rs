@@ -5,12 +5,14 @@
 //! client.
 
 use serde_json::Value;
+use serde_json::value::RawValue;
 
 use crate::boundary::Boundary;
 use crate::boundary::budget::{self, Surface};
 use crate::boundary::redact::{Redactions, Redactor};
 use crate::config::{Config, UpstreamConfig};
 use crate::method::notification;
+use crate::payload::{Payload, ResultHead};
 
 use super::{Denied, UpstreamFailure};
 
@@ -19,7 +21,7 @@ use super::{Denied, UpstreamFailure};
 #[must_use = "a bounded answer is what the client gets"]
 pub struct Bound {
     /// The redacted result, or why the client gets none.
-    pub answer: Result<Value, Denied>,
+    pub answer: Result<Payload, Denied>,
     /// The secrets redacted from it.
     pub redactions: Redactions,
     /// The passed result's compact JSON length, when it was measured.
@@ -81,43 +83,94 @@ pub fn tool_boundary<'a>(
 /// projected, and for a read measured and refused whole when too large; an
 /// upstream error redacted; an answer the transport discarded for its size
 /// refused as too large for a read, reported as lost for a mutation.
-pub fn bound(boundary: &Boundary<'_>, outcome: Result<Value, UpstreamFailure>) -> Bound {
+///
+/// A result carried as text stays text when nothing needs its tree (no
+/// projection, no MRTR round or task in its head, see
+/// [`ResultHead::is_plain`]); otherwise it is parsed here, and one too
+/// deeply nested to be read is `upstream`'s malformed answer.
+pub fn bound(
+    boundary: &Boundary<'_>,
+    upstream: &str,
+    outcome: Result<Payload, UpstreamFailure>,
+) -> Bound {
     let refused = || Denied::ReadTooLarge {
         surface: boundary.surface,
         limit: boundary.limit,
     };
-    match outcome {
-        Ok(result) => {
-            let bounded = boundary.result(result);
-            Bound {
-                answer: bounded.passed.ok_or_else(refused),
-                redactions: bounded.redactions,
-                measured: bounded.measured,
+    let result = match outcome {
+        Ok(Payload::Tree(result)) => result,
+        Ok(Payload::Text(text)) => {
+            let as_text = ResultHead::of(&text)
+                .is_plain()
+                .then(|| boundary.result_text(text.get()))
+                .flatten();
+            if let Some(bounded) = as_text {
+                let passed = bounded.passed.map(|out| {
+                    String::from_utf8(out)
+                        .map_err(|_| ())
+                        .and_then(|out| RawValue::from_string(out).map_err(drop))
+                });
+                let answer = match passed {
+                    None => Err(refused()),
+                    Some(Ok(text)) => Ok(Payload::Text(text)),
+                    Some(Err(())) => Err(malformed(upstream)),
+                };
+                return Bound {
+                    answer,
+                    redactions: bounded.redactions,
+                    measured: bounded.measured,
+                };
+            }
+            match serde_json::from_str(text.get()) {
+                Ok(result) => result,
+                Err(_) => {
+                    return Bound {
+                        answer: Err(malformed(upstream)),
+                        redactions: Redactions::default(),
+                        measured: None,
+                    };
+                }
             }
         }
         Err(UpstreamFailure::Rpc(error)) => {
             let (error, redactions) = boundary.error(error);
-            Bound {
+            return Bound {
                 answer: Err(Denied::Upstream(UpstreamFailure::Rpc(error))),
                 redactions,
                 measured: None,
-            }
+            };
         }
-        Err(too_large @ UpstreamFailure::TooLarge { .. }) => Bound {
-            answer: Err(if boundary.read {
-                refused()
-            } else {
-                Denied::Upstream(too_large)
-            }),
-            redactions: Redactions::default(),
-            measured: None,
-        },
-        Err(other) => Bound {
-            answer: Err(Denied::Upstream(other)),
-            redactions: Redactions::default(),
-            measured: None,
-        },
+        Err(too_large @ UpstreamFailure::TooLarge { .. }) => {
+            return Bound {
+                answer: Err(if boundary.read {
+                    refused()
+                } else {
+                    Denied::Upstream(too_large)
+                }),
+                redactions: Redactions::default(),
+                measured: None,
+            };
+        }
+        Err(other) => {
+            return Bound {
+                answer: Err(Denied::Upstream(other)),
+                redactions: Redactions::default(),
+                measured: None,
+            };
+        }
+    };
+    let bounded = boundary.result(result);
+    Bound {
+        answer: bounded.passed.map(Payload::Tree).ok_or_else(refused),
+        redactions: bounded.redactions,
+        measured: bounded.measured,
     }
+}
+
+/// An answer sluice could not walk (nested deeper than the redaction
+/// walk goes).
+fn malformed(upstream: &str) -> Denied {
+    Denied::Upstream(UpstreamFailure::nested_too_deeply(upstream))
 }
 
 /// What of a notification an upstream sent during a request reaches the

@@ -389,7 +389,8 @@ pub enum Denied {
     /// its answer did not come back in time.
     #[error("no client answered {}", jsonrpc::excerpt(.0))]
     NoClientAnswered(String),
-    /// The forwarded call ended without an answer (it panicked).
+    /// The forwarded call ended without an answer sluice can send (it
+    /// panicked, or its result could not be shaped).
     #[error("the forwarded call ended without an answer")]
     ForwardLost,
 }
@@ -410,6 +411,15 @@ fn retry_after_ms(wait: Duration) -> u64 {
 // === impl UpstreamFailure ===
 
 impl UpstreamFailure {
+    /// `upstream` sent a result nested deeper than sluice reads (its text
+    /// was valid JSON, but no tree or walk of it can be made).
+    pub fn nested_too_deeply(upstream: &str) -> UpstreamFailure {
+        UpstreamFailure::Protocol {
+            upstream: upstream.to_owned(),
+            detail: "the result is nested too deeply to be read",
+        }
+    }
+
     /// The JSON-RPC error a client receives.
     pub fn to_rpc(&self) -> RpcError {
         let (code, upstream) = match self {

@@ -15,6 +15,7 @@ use serde_json::Value;
 use sluice_core::access::{self, Principal};
 use sluice_core::jsonrpc::{self, EnvelopeError, Message};
 use sluice_core::method::{Method, notification};
+use sluice_core::payload::Payload;
 use sluice_core::policy::{Denied, admit};
 use sluice_core::protocol::{self, Era};
 use tokio::io::{AsyncRead, AsyncWrite, AsyncWriteExt};
@@ -56,6 +57,9 @@ pub fn std_streams() -> (
     (input, output)
 }
 
+/// The largest output buffer kept between writes.
+const KEPT_BUFFER_BYTES: usize = 1 << 20;
+
 /// Serves MCP on `input`/`output` until `input` ends or shutdown begins;
 /// the client sees `view`'s part of the catalog, or all of it.
 pub async fn serve(
@@ -64,7 +68,7 @@ pub async fn serve(
     input: impl AsyncRead + Unpin,
     output: impl AsyncWrite + Unpin + Send + 'static,
 ) {
-    let (out_tx, mut out_rx) = mpsc::channel::<Value>(1024);
+    let (out_tx, mut out_rx) = mpsc::channel::<Payload>(1024);
     let writer = tokio::spawn(async move {
         let mut output = output;
         let mut buf = Vec::new();
@@ -72,6 +76,10 @@ pub async fn serve(
             // Whatever else is already waiting goes out in the same write.
             let mut next = Some(message);
             while let Some(message) = next {
+                if let Payload::Text(text) = &message {
+                    // Grown once, to size, rather than doubling.
+                    buf.reserve(text.get().len() + 1);
+                }
                 if serde_json::to_writer(&mut buf, &message).is_ok() {
                     buf.push(b'\n');
                 }
@@ -81,6 +89,10 @@ pub async fn serve(
                 break;
             }
             buf.clear();
+            // A large answer's buffer is not kept for the small ones after.
+            if buf.capacity() > KEPT_BUFFER_BYTES {
+                buf = Vec::new();
+            }
         }
     });
 
@@ -112,7 +124,7 @@ pub async fn serve(
             Some(Err(AnyDelimiterCodecError::MaxChunkLengthExceeded)) => {
                 let e = Denied::InvalidMessage("message exceeds the transport ceiling".into());
                 let _ = out_tx
-                    .send(jsonrpc::response(Value::Null, Err(e.to_rpc())))
+                    .send(jsonrpc::response(Value::Null, Err(e.to_rpc())).into())
                     .await;
                 continue;
             }
@@ -138,7 +150,7 @@ struct StdioClient {
     /// Cancelled when stdin ends: requests in flight still get their
     /// answers, but open-ended ones (`subscriptions/listen`) end.
     input_closed: CancellationToken,
-    out: mpsc::Sender<Value>,
+    out: mpsc::Sender<Payload>,
     session: Option<Arc<ClientSession>>,
     /// The local user who started sluice.
     principal: Arc<Principal>,
@@ -152,7 +164,7 @@ impl StdioClient {
     /// Answers a message that is not a request sluice can take.
     async fn refuse(&self, denied: Denied) {
         let answer = jsonrpc::response(Value::Null, Err(denied.to_rpc()));
-        let _ = self.out.send(answer).await;
+        let _ = self.out.send(answer.into()).await;
     }
 
     async fn handle_line(&mut self, line: &[u8]) {
@@ -193,7 +205,10 @@ impl StdioClient {
             if let Some(old) = self.session.replace(session) {
                 self.gateway.end_session(&old);
             }
-            let _ = self.out.send(jsonrpc::response(id, Ok(result))).await;
+            let _ = self
+                .out
+                .send(jsonrpc::response(id, Ok(result)).into())
+                .await;
             return;
         }
         let (caps, token) = match era {
@@ -204,7 +219,7 @@ impl StdioClient {
                     (meta.client_capabilities, token)
                 }
                 Err(e) => {
-                    let _ = self.out.send(jsonrpc::response(id, Err(e))).await;
+                    let _ = self.out.send(jsonrpc::response(id, Err(e)).into()).await;
                     return;
                 }
             },
@@ -250,7 +265,7 @@ impl StdioClient {
                 }
             }
             if let Some(outcome) = outcome {
-                let _ = out.send(jsonrpc::response(id, outcome)).await;
+                let _ = out.send(jsonrpc::response_payload(id, outcome)).await;
             }
         });
     }

@@ -17,11 +17,11 @@ pub(crate) mod trace;
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use serde_json::Value;
 use sluice_core::access::Principal;
 use sluice_core::audit::{AuditRecord, Decision, SizeBucket};
 use sluice_core::console::CallSample;
 use sluice_core::jsonrpc::RpcError;
+use sluice_core::payload::Payload;
 use tokio::time::Instant;
 
 pub use audit::AuditSink;
@@ -116,7 +116,7 @@ impl Ops {
     fn record(
         &self,
         request: &InFlight<'_>,
-        answered: Option<(Decision, &Result<Value, RpcError>)>,
+        answered: Option<(Decision, &Result<Payload, RpcError>)>,
     ) {
         let InFlight {
             method,
@@ -190,7 +190,7 @@ pub(crate) struct InFlight<'a> {
 impl InFlight<'_> {
     /// The request was answered with `answer`; `decision` is what sluice
     /// decided on the way.
-    pub(crate) fn answered(mut self, decision: Decision, answer: &Result<Value, RpcError>) {
+    pub(crate) fn answered(mut self, decision: Decision, answer: &Result<Payload, RpcError>) {
         self.recorded = true;
         self.ops.record(&self, Some((decision, answer)));
     }

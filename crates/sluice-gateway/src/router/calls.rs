@@ -5,6 +5,7 @@
 use serde_json::Value;
 use sluice_core::boundary::budget::Surface;
 use sluice_core::method::{ListKind, Method};
+use sluice_core::payload::Payload;
 use sluice_core::policy::{Denied, admit, answer, route};
 use sluice_core::tasks::{self, TaskRef};
 
@@ -22,13 +23,13 @@ impl Gateway {
         ctx: &RequestCtx,
         snap: &Snapshot,
         mut params: Value,
-    ) -> Result<Value, Denied> {
+    ) -> Result<Payload, Denied> {
         match route::tool_call(snap.live.config.catalog.mode, &params)? {
             route::ToolCall::Tool => {}
             route::ToolCall::Direct(inner) => params = inner,
             route::ToolCall::Meta { name, arguments } => {
                 self.admit_list(ctx, snap, &name).await?;
-                return self.meta_call(snap, &name, &arguments);
+                return self.meta_call(snap, &name, &arguments).map(Payload::Tree);
             }
         }
         let (exposed, route) = self.route_named(ctx, snap, ListKind::Tools, &params)?;
@@ -70,7 +71,10 @@ impl Gateway {
         }
         .run(self, upstream_params)
         .await?;
-        if tasks::created_task(&answer) {
+        // A task's creation is never carried as text (`answer::bound`).
+        if let Some(created) = answer.as_tree_mut()
+            && tasks::created_task(created)
+        {
             let task = TaskRef {
                 upstream: route.upstream,
                 id: String::new(),
@@ -78,7 +82,7 @@ impl Gateway {
                 exposed,
                 principal: ctx.principal.key(),
             };
-            self.created_task(ctx, &mut answer, task);
+            self.created_task(ctx, created, task);
         }
         Ok(answer)
     }
@@ -90,7 +94,7 @@ impl Gateway {
         ctx: &RequestCtx,
         snap: &Snapshot,
         params: Value,
-    ) -> Result<Value, Denied> {
+    ) -> Result<Payload, Denied> {
         route::check_arguments(ListKind::Prompts, &params)?;
         let (exposed, route) = self.route_named(ctx, snap, ListKind::Prompts, &params)?;
         let upstream = snap.upstream(&route.upstream)?;

@@ -4,6 +4,7 @@
 use serde_json::Value;
 use sluice_core::boundary::budget::Surface;
 use sluice_core::method::Method;
+use sluice_core::payload::Payload;
 use sluice_core::policy::{Denied, answer, route};
 
 use super::calls::with_name;
@@ -17,7 +18,7 @@ impl Gateway {
         ctx: &RequestCtx,
         snap: &Snapshot,
         params: Value,
-    ) -> Result<Value, Denied> {
+    ) -> Result<Payload, Denied> {
         let reference = params.get("ref").cloned().unwrap_or(Value::Null);
         let listed_only = snap.listed_uris_only(ctx);
         let routed = route::completion(

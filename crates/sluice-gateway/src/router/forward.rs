@@ -10,6 +10,7 @@ use sluice_core::boundary::Boundary;
 use sluice_core::boundary::budget;
 use sluice_core::headers;
 use sluice_core::method::Method;
+use sluice_core::payload::Payload;
 use sluice_core::policy::rounds::{self, MAX_INPUT_ROUNDS, Round};
 use sluice_core::policy::{Denied, UpstreamFailure, answer};
 use sluice_core::protocol::{self, Era};
@@ -18,6 +19,7 @@ use tracing::Instrument;
 use crate::bridge::{Flight, Question};
 use crate::client::RequestCtx;
 use crate::gateway::{Gateway, Snapshot};
+use crate::offload;
 use crate::ops::{metrics, trace};
 use crate::upstream::{Related, Upstream};
 
@@ -52,7 +54,7 @@ fn set_meta(params: &mut Value, key: &str, value: Value) {
 impl Forward<'_> {
     /// Forwards `params` (as the upstream must see them) and drives the
     /// call through its MRTR rounds to the client's answer.
-    pub(super) async fn run(self, gateway: &Gateway, mut params: Value) -> Result<Value, Denied> {
+    pub(super) async fn run(self, gateway: &Gateway, mut params: Value) -> Result<Payload, Denied> {
         let ctx = self.ctx;
         let conn = if gateway.bridge.is_resumption(ctx, self.method, &params) {
             None
@@ -90,12 +92,16 @@ impl Forward<'_> {
                     self.param_headers(&params),
                 ),
             };
-            let result = self.drive(gateway, flight).instrument(span.clone()).await?;
+            // A result kept as text is a plain answer (`answer::bound`).
+            let result = match self.drive(gateway, flight).instrument(span.clone()).await? {
+                Payload::Tree(result) => result,
+                text @ Payload::Text(_) => return Ok(text),
+            };
             if conn.is_some() {
                 self.log_refused_questions(&result);
             }
             match rounds::next_round(policy, ctx.era, conn.is_some(), &result) {
-                Round::Answer => return Ok(result),
+                Round::Answer => return Ok(Payload::Tree(result)),
                 Round::Retry(declined) => rounds::answer_round(&mut params, &result, declined),
                 Round::Refuse(denied) => return Err(denied),
                 // A modern upstream asking a legacy client something: ask
@@ -107,6 +113,15 @@ impl Forward<'_> {
             }
         }
         Err(Denied::TooManyRounds(MAX_INPUT_ROUNDS))
+    }
+
+    /// [`Forward::run`] for a caller that reads the result's tree.
+    pub(super) async fn run_tree(self, gateway: &Gateway, params: Value) -> Result<Value, Denied> {
+        let upstream = self.upstream.name();
+        self.run(gateway, params)
+            .await?
+            .into_tree()
+            .map_err(|_| Denied::Upstream(UpstreamFailure::nested_too_deeply(upstream)))
     }
 
     /// The `Mcp-Param-*` headers for a tool call to a modern HTTP upstream:
@@ -244,7 +259,7 @@ impl Forward<'_> {
     /// Drives a flight until the upstream answers, relaying what it sends
     /// meanwhile; a modern client's questions end the drive with an
     /// `input_required` result and the flight parked.
-    async fn drive(&self, gateway: &Gateway, mut flight: Flight) -> Result<Value, Denied> {
+    async fn drive(&self, gateway: &Gateway, mut flight: Flight) -> Result<Payload, Denied> {
         let ctx = self.ctx;
         let token = self.client_params.pointer("/_meta/progressToken").cloned();
         let upstream_started = tokio::time::Instant::now();
@@ -285,7 +300,7 @@ impl Forward<'_> {
                     let method = self.method.name().unwrap_or_default();
                     let asking = gateway.bridge.park(ctx, method, self.client_params, flight, questions);
                     ctx.trail.upstream_took(upstream_started.elapsed());
-                    return self.bounded(gateway, Ok(asking));
+                    return self.bounded(gateway, Ok(Payload::Tree(asking)));
                 }
                 outcome = flight.answer.wait() => {
                     while let Ok(item) = flight.related.try_recv() {
@@ -306,16 +321,24 @@ impl Forward<'_> {
     fn bounded(
         &self,
         gateway: &Gateway,
-        outcome: Result<Value, UpstreamFailure>,
-    ) -> Result<Value, Denied> {
+        outcome: Result<Payload, UpstreamFailure>,
+    ) -> Result<Payload, Denied> {
         let _policy = trace::policy_span().entered();
-        let bound = answer::bound(self.boundary, outcome);
+        let upstream = self.upstream.name();
+        let bound = match outcome {
+            // A large answer: its walk may take long.
+            Ok(text @ Payload::Text(_)) => {
+                offload::heavy(|| answer::bound(self.boundary, upstream, Ok(text)))
+            }
+            outcome => answer::bound(self.boundary, upstream, outcome),
+        };
         if let Ok(result) = &bound.answer
             && gateway.ops.sizes_answers()
         {
-            let size = bound
-                .measured
-                .unwrap_or_else(|| budget::measure(result, usize::MAX - 1));
+            let size = bound.measured.unwrap_or_else(|| match result {
+                Payload::Tree(result) => budget::measure(result, usize::MAX - 1),
+                Payload::Text(text) => text.get().len(),
+            });
             self.ctx.trail.sized(size);
         }
         metrics::redactions(&bound.redactions);

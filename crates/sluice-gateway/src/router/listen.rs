@@ -8,6 +8,7 @@
 use serde_json::{Value, json};
 use sluice_core::jsonrpc;
 use sluice_core::method::{ListKind, notification};
+use sluice_core::payload::Payload;
 use sluice_core::policy::{Denied, answer};
 use sluice_core::protocol::{self, Era};
 use sluice_core::tasks::{self, listen::TaskListen};
@@ -169,9 +170,10 @@ impl Gateway {
         let snap = self.snapshot(ctx.view.as_deref());
         let up = snap.upstream(&task.upstream).ok()?;
         let boundary = super::tasks::task_boundary(&snap, &up, &task);
-        let bound = answer::bound(&boundary, Ok(params.clone()));
+        let bound = answer::bound(&boundary, upstream, Ok(params.clone().into()));
         metrics::redactions(&bound.redactions);
-        let Ok(mut params) = bound.answer else {
+        // A tree goes through the boundary as a tree.
+        let Ok(Payload::Tree(mut params)) = bound.answer else {
             metrics::task_status_dropped(upstream);
             return None;
         };

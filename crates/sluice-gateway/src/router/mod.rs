@@ -37,12 +37,14 @@ use sluice_core::access::Principal;
 use sluice_core::audit::Decision;
 use sluice_core::jsonrpc::RpcError;
 use sluice_core::method::Method;
+use sluice_core::payload::Payload;
 use sluice_core::policy::Denied;
 use sluice_core::protocol::{self, CacheHints, Era};
 use tracing::Instrument;
 
 use crate::client::{ClientSession, RequestCtx};
 use crate::gateway::{Gateway, Snapshot};
+use crate::offload;
 use crate::ops::trace;
 use crate::upstream::Upstream;
 
@@ -70,8 +72,8 @@ const SETTLE_WAIT_MAX: std::time::Duration = std::time::Duration::from_secs(10);
 /// status from it: `Denied::http_status`).
 #[derive(Debug)]
 pub struct Reply {
-    /// The JSON-RPC result or error.
-    pub answer: Result<Value, RpcError>,
+    /// The JSON-RPC result (a large one kept as its text) or error.
+    pub answer: Result<Payload, RpcError>,
     /// Why there is no result of the upstream's, if so.
     pub refusal: Option<Denied>,
 }
@@ -132,7 +134,12 @@ impl Reply {
     /// The answer to `method` in `era`: a result shaped for the era, or the
     /// refusal converted (this is the one place a `Denied` becomes what
     /// the client reads).
-    fn new(era: Era, method: Method, outcome: Result<Value, Denied>, server_info: &Value) -> Reply {
+    fn new(
+        era: Era,
+        method: Method,
+        outcome: Result<Payload, Denied>,
+        server_info: &Value,
+    ) -> Reply {
         let hints = if method.serves_catalog() {
             CATALOG_HINTS
         } else {
@@ -144,14 +151,28 @@ impl Reply {
             result
         };
         match outcome {
-            Ok(result) => Reply {
-                answer: Ok(shape(result)),
+            Ok(Payload::Tree(result)) => Reply {
+                answer: Ok(Payload::Tree(shape(result))),
                 refusal: None,
             },
+            // Text reaches here with a readable head (`answer::bound`):
+            // shaping it does not fail.
+            Ok(Payload::Text(text)) => {
+                let shaped = offload::heavy(|| {
+                    protocol::shape_result_text(era, name, text, hints, server_info)
+                });
+                match shaped {
+                    Ok(shaped) => Reply {
+                        answer: Ok(Payload::Text(shaped)),
+                        refusal: None,
+                    },
+                    Err(_) => Reply::new(era, method, Err(Denied::ForwardLost), server_info),
+                }
+            }
             Err(denied) => Reply {
                 answer: denied
                     .to_answer()
-                    .map(shape)
+                    .map(|answer| Payload::Tree(shape(answer)))
                     .map_err(|e| protocol::shape_error(era, e)),
                 refusal: Some(denied),
             },
@@ -186,7 +207,7 @@ impl Gateway {
         method: Method,
         name: &str,
         params: Value,
-    ) -> Result<Value, Denied> {
+    ) -> Result<Payload, Denied> {
         if method.waits_for_catalog() {
             // A client that connects at once waits for the upstreams' first
             // reads, but a hung upstream must not hold everyone for long.
@@ -203,24 +224,46 @@ impl Gateway {
         }
         let snap = self.snapshot(ctx.view.as_deref());
         match method {
-            Method::Ping => Ok(json!({})),
-            Method::Discover => Ok(self.discover_result()),
             Method::CallTool => self.call_tool(ctx, &snap, params).await,
             Method::GetPrompt => self.get_prompt(ctx, &snap, params).await,
             Method::ReadResource => self.read_resource(ctx, &snap, params).await,
-            Method::Subscribe => self.subscribe_resource(ctx, &snap, params).await,
-            Method::Unsubscribe => self.unsubscribe_resource(ctx, params),
             Method::Complete => self.complete(ctx, &snap, params).await,
-            Method::SetLogLevel => self.set_log_level(ctx, &snap, params).await,
-            Method::Listen if ctx.era == Era::Modern => self.listen(ctx, &snap, params).await,
+            _ => self
+                .answer_tree(ctx, &snap, method, name, params)
+                .await
+                .map(Payload::Tree),
+        }
+    }
+
+    /// The methods whose answers sluice reads or makes itself: always a
+    /// tree.
+    async fn answer_tree(
+        &self,
+        ctx: &RequestCtx,
+        snap: &Snapshot,
+        method: Method,
+        name: &str,
+        params: Value,
+    ) -> Result<Value, Denied> {
+        match method {
+            Method::Ping => Ok(json!({})),
+            Method::Discover => Ok(self.discover_result()),
+            Method::Subscribe => self.subscribe_resource(ctx, snap, params).await,
+            Method::Unsubscribe => self.unsubscribe_resource(ctx, params),
+            Method::SetLogLevel => self.set_log_level(ctx, snap, params).await,
+            Method::Listen if ctx.era == Era::Modern => self.listen(ctx, snap, params).await,
             Method::List(kind) => {
-                self.admit_list(ctx, &snap, kind.method()).await?;
-                self.list(&snap, kind, &params, ctx.protocol_version())
+                self.admit_list(ctx, snap, kind.method()).await?;
+                self.list(snap, kind, &params, ctx.protocol_version())
             }
-            Method::Task(task) => self.task(ctx, &snap, task, params).await,
-            Method::Initialize | Method::Listen | Method::Other => {
-                Err(Denied::MethodNotFound(name.to_owned()))
-            }
+            Method::Task(task) => self.task(ctx, snap, task, params).await,
+            Method::CallTool
+            | Method::GetPrompt
+            | Method::ReadResource
+            | Method::Complete
+            | Method::Initialize
+            | Method::Listen
+            | Method::Other => Err(Denied::MethodNotFound(name.to_owned())),
         }
     }
 

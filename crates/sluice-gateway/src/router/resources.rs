@@ -8,6 +8,7 @@ use std::sync::Arc;
 use serde_json::{Value, json};
 use sluice_core::boundary::budget::Surface;
 use sluice_core::method::Method;
+use sluice_core::payload::Payload;
 use sluice_core::policy::{Denied, answer, route};
 use sluice_core::protocol::Era;
 
@@ -22,7 +23,7 @@ impl Gateway {
         ctx: &RequestCtx,
         snap: &Snapshot,
         params: Value,
-    ) -> Result<Value, Denied> {
+    ) -> Result<Payload, Denied> {
         let uri = uri_of(&params)?;
         route::check_uri(uri)?;
         let upstream = self.resource_owner(ctx, snap, uri)?;
@@ -95,7 +96,7 @@ impl Gateway {
             client_params: &params,
             boundary: &boundary,
         }
-        .run(self, params.clone())
+        .run_tree(self, params.clone())
         .await;
         // Undo what this request did if it failed, or if the session ended
         // meanwhile (its subscriptions were already released without this

@@ -68,7 +68,7 @@ impl Gateway {
             client_params: params,
             boundary: &boundary,
         }
-        .run(self, upstream_params)
+        .run_tree(self, upstream_params)
         .await?;
         self.hub.tasks.observed(task, &answer);
         self.hub.tasks.seal_ids(&mut answer, task);

@@ -25,14 +25,15 @@ use std::sync::{Arc, LazyLock, Mutex, MutexGuard, PoisonError};
 use std::time::Duration;
 
 use serde_json::{Value, json};
-use sluice_core::jsonrpc::{self, Message, RpcError};
+use sluice_core::jsonrpc::{self, RpcError};
 use sluice_core::method::{Method, notification};
+use sluice_core::payload::Payload;
 use sluice_core::policy::{Denied, UpstreamFailure};
 use sluice_core::protocol::{self, Era};
 use tokio::sync::{mpsc, oneshot};
 use tokio_util::sync::CancellationToken;
 
-use super::wire::{Inbound, Outgoing, Unreadable, Wire};
+use super::wire::{Inbound, Outgoing, Received, Unreadable, Wire};
 use crate::pending::{Answer, Pending};
 
 /// After this many timeouts in a row with no answer in between, the upstream
@@ -120,7 +121,7 @@ pub(crate) struct Connection {
 /// transport's readers and each request's guard.
 pub(crate) struct Shared {
     name: Arc<str>,
-    pending: Pending,
+    pending: Pending<Payload>,
     /// Requests whose answer the transport could not read (too large, or
     /// not valid JSON-RPC), by how they failed.
     unreadable: Mutex<HashMap<u64, UpstreamFailure>>,
@@ -244,9 +245,15 @@ impl Connection {
         .await
     }
 
-    /// Sends one request in the connection's era and waits for its answer.
+    /// Sends one request in the connection's era and waits for its answer,
+    /// as a tree.
     pub(crate) async fn call(&self, call: Call<'_>) -> Result<Value, UpstreamFailure> {
         self.shared.request(self.description.era, call).await
+    }
+
+    /// [`Connection::call`], with a large result kept as its text.
+    pub(crate) async fn carry(&self, call: Call<'_>) -> Result<Payload, UpstreamFailure> {
+        self.shared.carry(self.description.era, call).await
     }
 
     /// How the child exited, for a stdio upstream that did.
@@ -332,8 +339,17 @@ impl Shared {
         }
     }
 
-    /// Sends one request in `era` and waits for its answer.
+    /// Sends one request in `era` and waits for its answer, as a tree.
     pub(crate) async fn request(&self, era: Era, call: Call<'_>) -> Result<Value, UpstreamFailure> {
+        let answer = self.carry(era, call).await?;
+        answer
+            .into_tree()
+            .map_err(|_| UpstreamFailure::nested_too_deeply(&self.name))
+    }
+
+    /// Sends one request in `era` and waits for its answer, a large result
+    /// kept as its text.
+    pub(crate) async fn carry(&self, era: Era, call: Call<'_>) -> Result<Payload, UpstreamFailure> {
         if self.is_closed() {
             return Err(self.lost());
         }
@@ -398,9 +414,9 @@ impl Shared {
     async fn answer(
         &self,
         request: Outgoing<'_>,
-        answer: oneshot::Receiver<Answer>,
+        answer: oneshot::Receiver<Answer<Payload>>,
         timeout: Duration,
-    ) -> Result<Result<Answer, UpstreamFailure>, UpstreamFailure> {
+    ) -> Result<Result<Answer<Payload>, UpstreamFailure>, UpstreamFailure> {
         let received_before = self.received.load(Ordering::Relaxed);
         let exchange = async {
             tokio::select! {
@@ -603,20 +619,19 @@ impl Shared {
 
 impl Inbound for Shared {
     /// Routes one message the upstream sent.
-    fn message(&self, era: Era, message: Message, stream: Option<u64>) {
+    fn message(&self, era: Era, message: Received, stream: Option<u64>) {
         self.received.fetch_add(1, Ordering::Relaxed);
         match message {
-            Message::Response { id, outcome } => {
+            Received::Answer { id, answer } => {
                 self.timeouts_in_a_row.store(0, Ordering::Relaxed);
-                let answer: Answer = outcome.map_err(Some);
                 if !self.pending.resolve(&id, answer) {
                     tracing::debug!(upstream = %self.name, "answer to a request no one waits for; dropped");
                 }
             }
-            Message::Notification { method, params } => {
+            Received::Notification { method, params } => {
                 self.dispatch_notification(method, params, stream)
             }
-            Message::Request { id, method, params } => {
+            Received::Request { id, method, params } => {
                 self.relay_request(era, id, method, params, stream)
             }
         }

@@ -18,7 +18,7 @@ use futures::future::BoxFuture;
 use http::{HeaderMap, HeaderName, HeaderValue, StatusCode, header};
 use serde_json::Value;
 use sluice_core::headers;
-use sluice_core::jsonrpc::Message;
+use sluice_core::payload::Payload;
 use sluice_core::policy::UpstreamFailure;
 use sluice_core::protocol::{self, Era};
 use sluice_core::trace_context;
@@ -27,7 +27,7 @@ use tokio::sync::oneshot;
 use tokio_util::sync::CancellationToken;
 
 use super::oauth::{Retry, UpstreamAuth};
-use super::wire::{Inbound, Outgoing, Unreadable, Wire};
+use super::wire::{Inbound, Outgoing, Received, Unreadable, Wire};
 use crate::outbound;
 use crate::pending::Answer;
 
@@ -209,7 +209,7 @@ impl HttpWire {
         &self,
         request: Outgoing<'_>,
         inbound: &dyn Inbound,
-    ) -> Result<Answer, UpstreamFailure> {
+    ) -> Result<Answer<Payload>, UpstreamFailure> {
         let Outgoing {
             era,
             id,
@@ -293,7 +293,7 @@ impl HttpWire {
         &self,
         resp: reqwest::Response,
         status: StatusCode,
-    ) -> Result<Answer, UpstreamFailure> {
+    ) -> Result<Answer<Payload>, UpstreamFailure> {
         let upstream = || self.name.to_string();
         let body = match read_capped(resp, self.max_message).await {
             Ok(body) => body,
@@ -309,8 +309,8 @@ impl HttpWire {
                 });
             }
         };
-        match Message::parse(&body) {
-            Some(Ok(Message::Response { outcome, .. })) => Ok(outcome.map_err(Some)),
+        match Received::parse(&body) {
+            Some(Ok(Received::Answer { answer, .. })) => Ok(answer),
             _ if !status.is_success() => Err(UpstreamFailure::Protocol {
                 upstream: upstream(),
                 detail: "HTTP error status without a JSON-RPC answer",
@@ -333,7 +333,7 @@ impl HttpWire {
         era: Era,
         id: u64,
         resp: reqwest::Response,
-    ) -> Result<Answer, UpstreamFailure> {
+    ) -> Result<Answer<Payload>, UpstreamFailure> {
         let mut resp = resp;
         let mut polling = Polling {
             last_event: None,
@@ -365,7 +365,7 @@ impl HttpWire {
         id: u64,
         resp: reqwest::Response,
         polling: &mut Polling,
-    ) -> Option<Result<Answer, UpstreamFailure>> {
+    ) -> Option<Result<Answer<Payload>, UpstreamFailure>> {
         let exceeded = Arc::new(AtomicBool::new(false));
         let mut events = capped_events(resp, self.max_message, Arc::clone(&exceeded));
         while let Some(event) = events.next().await {
@@ -391,9 +391,9 @@ impl HttpWire {
             let Some(data) = event.data.filter(|d| !d.trim().is_empty()) else {
                 continue;
             };
-            match Message::parse(data.as_bytes()) {
-                Some(Ok(Message::Response { id: rid, outcome })) if rid.as_u64() == Some(id) => {
-                    return Some(Ok(outcome.map_err(Some)));
+            match Received::parse(data.as_bytes()) {
+                Some(Ok(Received::Answer { id: rid, answer })) if rid.as_u64() == Some(id) => {
+                    return Some(Ok(answer));
                 }
                 Some(Ok(message)) => inbound.message(era, message, Some(id)),
                 _ => inbound.unreadable(data.as_bytes(), Unreadable::Malformed),
@@ -517,7 +517,7 @@ impl HttpWire {
                         };
                         let Some(Ok(event)) = event else { break };
                         if let Some(Some(Ok(message))) =
-                            event.data.map(|d| Message::parse(d.as_bytes()))
+                            event.data.map(|d| Received::parse(d.as_bytes()))
                         {
                             inbound.message(Era::Legacy, message, None);
                         }
@@ -537,7 +537,7 @@ impl Wire for HttpWire {
         &'a self,
         request: Outgoing<'a>,
         inbound: &'a dyn Inbound,
-    ) -> BoxFuture<'a, Result<Answer, UpstreamFailure>> {
+    ) -> BoxFuture<'a, Result<Answer<Payload>, UpstreamFailure>> {
         Box::pin(self.post_request(request, inbound))
     }
 

@@ -22,7 +22,7 @@ use process_wrap::tokio::{ChildWrapper, CommandWrap, KillOnDrop, ProcessGroup};
 use rustix::process::{Resource, Rlimit};
 use serde_json::Value;
 use sluice_core::config::Rlimits;
-use sluice_core::jsonrpc::Message;
+use sluice_core::payload::{CARRIED_AS_TEXT_FROM, Payload};
 use sluice_core::policy::UpstreamFailure;
 use sluice_core::protocol::Era;
 use sluice_core::sandbox::Sandboxing;
@@ -32,7 +32,7 @@ use tokio::sync::{Mutex, mpsc};
 use tokio_util::codec::{AnyDelimiterCodec, AnyDelimiterCodecError, Decoder, FramedRead};
 
 use super::child::ChildSpec;
-use super::wire::{Inbound, Outgoing, Unreadable, Wire};
+use super::wire::{Inbound, Outgoing, Received, Unreadable, Wire};
 use crate::pending::Answer;
 
 /// POSIX signal numbers (the same on every Unix sluice runs on).
@@ -215,11 +215,21 @@ impl StdioReaders {
                 if line.iter().all(u8::is_ascii_whitespace) {
                     continue;
                 }
-                match Message::parse(&line) {
-                    // The era only matters for how replies travel over HTTP.
-                    Some(Ok(message)) => inbound.message(Era::Legacy, message, None),
-                    _ => inbound.unreadable(&line, Unreadable::Malformed),
+                let large = line.len() >= CARRIED_AS_TEXT_FROM;
+                let received = Received::parse(&line);
+                let Some(Ok(message)) = received else {
+                    inbound.unreadable(&line, Unreadable::Malformed);
+                    continue;
+                };
+                if large {
+                    // A large line's buffer is not kept for the small ones
+                    // after it: only what is left to read is.
+                    drop(line);
+                    let buffer = frames.read_buffer_mut();
+                    *buffer = BytesMut::from(&buffer[..]);
                 }
+                // The era only matters for how replies travel over HTTP.
+                inbound.message(Era::Legacy, message, None);
             }
             inbound.ended();
         });
@@ -413,7 +423,7 @@ impl Wire for StdioWire {
         &'a self,
         request: Outgoing<'a>,
         _inbound: &'a dyn Inbound,
-    ) -> BoxFuture<'a, Result<Answer, UpstreamFailure>> {
+    ) -> BoxFuture<'a, Result<Answer<Payload>, UpstreamFailure>> {
         Box::pin(async move {
             if !self.send(request.message).await {
                 return Ok(Err(None));

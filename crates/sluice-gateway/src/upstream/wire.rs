@@ -12,11 +12,13 @@ use std::time::Duration;
 
 use futures::future::{self, BoxFuture};
 use serde_json::Value;
-use sluice_core::jsonrpc::Message;
+use sluice_core::jsonrpc::{EnvelopeError, Message, TextAnswer};
+use sluice_core::payload::{CARRIED_AS_TEXT_FROM, Payload};
 use sluice_core::policy::UpstreamFailure;
 use sluice_core::protocol::Era;
 use tokio_util::sync::CancellationToken;
 
+use crate::offload;
 use crate::pending::Answer;
 
 /// One request on its way out.
@@ -48,7 +50,7 @@ pub(crate) trait Wire: Send + Sync {
         &'a self,
         request: Outgoing<'a>,
         inbound: &'a dyn Inbound,
-    ) -> BoxFuture<'a, Result<Answer, UpstreamFailure>>;
+    ) -> BoxFuture<'a, Result<Answer<Payload>, UpstreamFailure>>;
 
     /// Sends a notification, best effort.
     fn notify<'a>(&'a self, era: Era, message: &'a Value) -> BoxFuture<'a, ()>;
@@ -108,7 +110,7 @@ pub(crate) trait Wire: Send + Sync {
 pub(crate) trait Inbound: Send + Sync {
     /// One message. `stream` is the id of the request whose HTTP response
     /// carried it, if any; `era` is how replies to it travel.
-    fn message(&self, era: Era, message: Message, stream: Option<u64>);
+    fn message(&self, era: Era, message: Received, stream: Option<u64>);
 
     /// A message that could not be read: its first bytes (all of it, when
     /// it was not too large), and why.
@@ -117,6 +119,53 @@ pub(crate) trait Inbound: Send + Sync {
     /// The transport ended (the child closed stdout, the HTTP session is
     /// gone).
     fn ended(&self);
+}
+
+/// One message the upstream sent, read.
+#[derive(Debug)]
+pub(crate) enum Received {
+    /// An answer to one of sluice's requests (a large result kept as its
+    /// text, see `sluice_core::payload`).
+    Answer { id: Value, answer: Answer<Payload> },
+    /// A notification.
+    Notification { method: String, params: Value },
+    /// A server-to-client request.
+    Request {
+        id: Value,
+        method: String,
+        params: Value,
+    },
+}
+
+impl Received {
+    /// Reads one message; `None` when it is not JSON. A message of at
+    /// least [`CARRIED_AS_TEXT_FROM`] bytes that is a successful answer is
+    /// read without a tree of its result.
+    pub(crate) fn parse(bytes: &[u8]) -> Option<Result<Received, EnvelopeError>> {
+        if bytes.len() < CARRIED_AS_TEXT_FROM {
+            return Received::classify(Message::parse(bytes)?);
+        }
+        offload::heavy(|| match TextAnswer::parse(bytes) {
+            Some(TextAnswer { id, result }) => {
+                let answer = Ok(Payload::Text(result));
+                Some(Ok(Received::Answer { id, answer }))
+            }
+            None => Received::classify(Message::parse(bytes)?),
+        })
+    }
+
+    fn classify(
+        message: Result<Message, EnvelopeError>,
+    ) -> Option<Result<Received, EnvelopeError>> {
+        Some(message.map(|message| match message {
+            Message::Response { id, outcome } => Received::Answer {
+                id,
+                answer: outcome.map(Payload::Tree).map_err(Some),
+            },
+            Message::Notification { method, params } => Received::Notification { method, params },
+            Message::Request { id, method, params } => Received::Request { id, method, params },
+        }))
+    }
 }
 
 /// Why a message the upstream sent could not be read.

@@ -24,18 +24,16 @@
 //! so the time is the text's size times that nesting (at most
 //! [`MAX_DEPTH`]); the memory does not grow with it.
 
-use std::borrow::Cow;
 use std::fmt;
 
-use serde::de::{
-    self, DeserializeSeed, Deserializer as _, IgnoredAny, MapAccess, SeqAccess, Visitor,
-};
+use serde::de::{self, DeserializeSeed, IgnoredAny, MapAccess, SeqAccess, Visitor};
 use serde_json::Value;
 use serde_json::value::RawValue;
 
 use super::super::budget;
 use super::pass::Resume;
 use super::{Redactions, Redactor, blank_strings, opaque, textual};
+use crate::payload::{each_element, each_field};
 
 /// A subtree of at most this many values (keys counted) is parsed into a
 /// tree and walked as one: about a megabyte at most, and most records and
@@ -543,81 +541,6 @@ fn copy_compact(text: &str, out: &mut Vec<u8>) {
             continue;
         }
         out.push(b);
-    }
-}
-
-/// Calls `each` with every element of the array `raw`, in order.
-fn each_element<'de>(
-    raw: &'de RawValue,
-    each: impl FnMut(&'de RawValue) -> Result<(), serde_json::Error>,
-) -> Result<(), serde_json::Error> {
-    struct Elements<F>(F);
-    impl<'de, F: FnMut(&'de RawValue) -> Result<(), serde_json::Error>> Visitor<'de> for Elements<F> {
-        type Value = ();
-        fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-            f.write_str("an array")
-        }
-        fn visit_seq<A: SeqAccess<'de>>(mut self, mut seq: A) -> Result<(), A::Error> {
-            while let Some(item) = seq.next_element::<&'de RawValue>()? {
-                (self.0)(item).map_err(de::Error::custom)?;
-            }
-            Ok(())
-        }
-    }
-    let mut de = serde_json::Deserializer::from_str(raw.get());
-    de.deserialize_seq(Elements(each))?;
-    de.end()
-}
-
-/// Calls `each` with every field of the object `raw`, in order.
-fn each_field<'de>(
-    raw: &'de RawValue,
-    each: impl FnMut(Cow<'de, str>, &'de RawValue) -> Result<(), serde_json::Error>,
-) -> Result<(), serde_json::Error> {
-    struct Fields<F>(F);
-    impl<'de, F> Visitor<'de> for Fields<F>
-    where
-        F: FnMut(Cow<'de, str>, &'de RawValue) -> Result<(), serde_json::Error>,
-    {
-        type Value = ();
-        fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-            f.write_str("an object")
-        }
-        fn visit_map<A: MapAccess<'de>>(mut self, mut map: A) -> Result<(), A::Error> {
-            while let Some(Key(key)) = map.next_key::<Key<'de>>()? {
-                let value = map.next_value::<&'de RawValue>()?;
-                (self.0)(key, value).map_err(de::Error::custom)?;
-            }
-            Ok(())
-        }
-    }
-    let mut de = serde_json::Deserializer::from_str(raw.get());
-    de.deserialize_map(Fields(each))?;
-    de.end()
-}
-
-/// An object key, borrowed from the text when it has no escapes.
-struct Key<'de>(Cow<'de, str>);
-
-impl<'de> de::Deserialize<'de> for Key<'de> {
-    fn deserialize<D: de::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        struct KeyVisitor;
-        impl<'de> Visitor<'de> for KeyVisitor {
-            type Value = Key<'de>;
-            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-                f.write_str("a key")
-            }
-            fn visit_borrowed_str<E: de::Error>(self, v: &'de str) -> Result<Key<'de>, E> {
-                Ok(Key(Cow::Borrowed(v)))
-            }
-            fn visit_str<E: de::Error>(self, v: &str) -> Result<Key<'de>, E> {
-                Ok(Key(Cow::Owned(v.to_owned())))
-            }
-            fn visit_string<E: de::Error>(self, v: String) -> Result<Key<'de>, E> {
-                Ok(Key(Cow::Owned(v)))
-            }
-        }
-        d.deserialize_str(KeyVisitor)
     }
 }
 

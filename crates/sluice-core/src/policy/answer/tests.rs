@@ -81,7 +81,7 @@ fn a_read_over_budget_is_refused_whole_and_a_mutation_never() {
     let git = &config.upstreams[0];
     let big = json!({"content": [{"type": "text", "text": "x".repeat(MIN_READ_BUDGET * 2)}]});
     let read = boundary(&config, git, &r, Surface::Resource, true);
-    let refused = bound(&read, Ok(big.clone()));
+    let refused = bound(&read, "git", Ok(big.clone().into()));
     assert_eq!(
         refused.answer,
         Err(Denied::ReadTooLarge {
@@ -96,7 +96,7 @@ fn a_read_over_budget_is_refused_whole_and_a_mutation_never() {
     };
     assert_eq!(denied.to_rpc().code, -32602);
     let blame = tool_boundary(&config, git, &r, "blame", "git__blame", None);
-    let Err(tool_refusal) = bound(&blame, Ok(big.clone())).answer else {
+    let Err(tool_refusal) = bound(&blame, "git", Ok(big.clone().into())).answer else {
         panic!("a read-only tool's big result is refused")
     };
     let shown = tool_refusal
@@ -107,11 +107,11 @@ fn a_read_over_budget_is_refused_whole_and_a_mutation_never() {
     let mutation = tool_boundary(&config, git, &r, "push", "git__push", None);
     let asking = json!({"resultType": "input_required", "inputRequests": {"a": {"method": "elicitation/create", "params": {"message": "x".repeat(MIN_READ_BUDGET * 2)}}}});
     assert!(matches!(
-        bound(&mutation, Ok(asking)).answer,
+        bound(&mutation, "git", Ok(asking.into())).answer,
         Err(Denied::ReadTooLarge { .. })
     ));
-    let passed = bound(&mutation, Ok(big.clone()));
-    assert_eq!(passed.answer, Ok(big));
+    let passed = bound(&mutation, "git", Ok(big.clone().into()));
+    assert_eq!(passed.answer, Ok(Payload::Tree(big)));
     assert_eq!(passed.measured, None);
 }
 
@@ -122,7 +122,7 @@ fn an_upstream_error_is_redacted_and_a_discarded_answer_refused_or_lost() {
     let git = &config.upstreams[0];
     let read = boundary(&config, git, &r, Surface::Prompt, true);
     let error = RpcError::new(-32000, format!("bad token {SECRET}"));
-    let bounded = bound(&read, Err(UpstreamFailure::Rpc(error)));
+    let bounded = bound(&read, "git", Err(UpstreamFailure::Rpc(error)));
     let Err(Denied::Upstream(UpstreamFailure::Rpc(redacted))) = &bounded.answer else {
         panic!("expected the upstream's error, got {:?}", bounded.answer);
     };
@@ -132,12 +132,12 @@ fn an_upstream_error_is_redacted_and_a_discarded_answer_refused_or_lost() {
         upstream: "git".into(),
     };
     assert!(matches!(
-        bound(&read, Err(too_large())).answer,
+        bound(&read, "git", Err(too_large())).answer,
         Err(Denied::ReadTooLarge { .. })
     ));
     let mutation = tool_boundary(&config, git, &r, "push", "git__push", None);
     assert_eq!(
-        bound(&mutation, Err(too_large())).answer,
+        bound(&mutation, "git", Err(too_large())).answer,
         Err(Denied::Upstream(too_large()))
     );
     let timeout = UpstreamFailure::Timeout {
@@ -145,7 +145,7 @@ fn an_upstream_error_is_redacted_and_a_discarded_answer_refused_or_lost() {
         after: Duration::from_secs(1),
     };
     assert_eq!(
-        bound(&mutation, Err(timeout.clone())).answer,
+        bound(&mutation, "git", Err(timeout.clone())).answer,
         Err(Denied::Upstream(timeout))
     );
 }
@@ -171,5 +171,42 @@ fn notifications_reach_the_client_redacted_under_its_own_token() {
     assert_eq!(
         relayed_notification(&r, log.clone(), None, true).0,
         Some(log)
+    );
+}
+
+#[test]
+fn a_result_carried_as_text_is_bounded_as_its_tree() {
+    let config = config();
+    let r = redactor();
+    let git = &config.upstreams[0];
+    let text = |value: &serde_json::Value| {
+        Payload::Text(serde_json::value::to_raw_value(value).expect("json"))
+    };
+    let read = tool_boundary(&config, git, &r, "blame", "git__blame", None);
+    let mutation = tool_boundary(&config, git, &r, "push", "git__push", None);
+    let big = json!({"content": [{"type": "text", "text": "x".repeat(MIN_READ_BUDGET * 2)}]});
+    let secret = json!({"content": [{"type": "text", "text": format!("key {SECRET}")}], "n": 1.50});
+    let asking = json!({"resultType": "input_required", "inputRequests": {"a": {"method": "elicitation/create", "params": {"message": SECRET}}}});
+    for (boundary, result) in [
+        (&read, &big),
+        (&mutation, &big),
+        (&read, &secret),
+        (&mutation, &secret),
+        (&mutation, &asking),
+    ] {
+        let from_tree = bound(boundary, "git", Ok(result.clone().into()));
+        let from_text = bound(boundary, "git", Ok(text(result)));
+        assert_eq!(from_text.answer, from_tree.answer, "{result}");
+        assert_eq!(from_text.redactions, from_tree.redactions);
+        assert_eq!(from_text.measured, from_tree.measured);
+        // What needs a tree gets one; the rest stays text.
+        let kept_text = matches!(from_text.answer, Ok(Payload::Text(_)));
+        assert_eq!(kept_text, from_tree.answer.is_ok() && result != &asking);
+    }
+    let deep = format!("{}{}", "[".repeat(5000), "]".repeat(5000));
+    let deep = Payload::Text(serde_json::value::RawValue::from_string(deep).expect("json"));
+    assert_eq!(
+        bound(&mutation, "git", Ok(deep)).answer,
+        Err(Denied::Upstream(UpstreamFailure::nested_too_deeply("git")))
     );
 }

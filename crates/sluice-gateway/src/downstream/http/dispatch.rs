@@ -17,6 +17,7 @@ use sluice_core::config::MCP_PATH;
 use sluice_core::headers;
 use sluice_core::jsonrpc::{self, Message};
 use sluice_core::method::{Method, notification};
+use sluice_core::payload::Payload;
 use sluice_core::policy::Denied;
 use sluice_core::policy::admission::{self, Headers, field};
 use sluice_core::policy::admit;
@@ -285,7 +286,7 @@ async fn respond(
         params,
         ..
     } = request;
-    let (tx, mut rx) = mpsc::channel::<Value>(256);
+    let (tx, mut rx) = mpsc::channel::<Payload>(256);
     ctx.link = Some(ClientLink::new(tx.clone(), answers));
     let era = ctx.era;
     // sluice's own refusal, for the status of a plain JSON answer: set by
@@ -313,21 +314,29 @@ async fn respond(
             if let Some(denied) = reply.refusal {
                 let _ = task_refusal.set(denied);
             }
-            let _ = tx.send(jsonrpc::response(id, reply.answer)).await;
+            let _ = tx.send(jsonrpc::response_payload(id, reply.answer)).await;
         }
     });
     match rx.recv().await {
         // Cancelled before anything was said: no answer is due.
         None => StatusCode::ACCEPTED.into_response(),
-        Some(first) if first.get("method").is_none() => {
-            encode::answer_response(&gateway.auth(), era, &first, refusal.get())
+        Some(first) if is_answer(&first) => {
+            encode::answer_response(&gateway.auth(), era, first, refusal.get())
         }
         Some(first) => encode::sse_response(stream::once(async move { first }).chain(receive(rx))),
     }
 }
 
+/// Whether a message for the client is the request's answer (only an
+/// answer is ever carried as text).
+fn is_answer(message: &Payload) -> bool {
+    message
+        .as_tree()
+        .is_none_or(|message| message.get("method").is_none())
+}
+
 /// What arrives on `rx`, as a stream.
-fn receive(rx: mpsc::Receiver<Value>) -> impl futures::Stream<Item = Value> + Send + 'static {
+fn receive(rx: mpsc::Receiver<Payload>) -> impl futures::Stream<Item = Payload> + Send + 'static {
     stream::unfold(rx, |mut rx| async move { rx.recv().await.map(|m| (m, rx)) })
 }
 
@@ -339,7 +348,7 @@ pub(super) async fn get_mcp(
     match named_session(&state, &headers, &principal) {
         Ok(Some(session)) => {
             session.touch();
-            let (tx, rx) = mpsc::channel::<Value>(256);
+            let (tx, rx) = mpsc::channel::<Payload>(256);
             session.set_standalone(tx);
             let closed = session.closed.clone();
             let messages = receive(rx).take_until(async move { closed.cancelled().await });

@@ -13,6 +13,7 @@ use axum::response::{IntoResponse, Response};
 use futures::{Stream, StreamExt};
 use serde_json::Value;
 use sluice_core::jsonrpc;
+use sluice_core::payload::Payload;
 use sluice_core::policy::Denied;
 use sluice_core::policy::admission::field;
 use sluice_core::protocol::Era;
@@ -38,11 +39,16 @@ pub(super) fn refusal(auth: &Auth, era: Era, id: Value, denied: Denied) -> Respo
 pub(super) fn answer_response(
     auth: &Auth,
     era: Era,
-    answer: &Value,
+    answer: Payload,
     refused: Option<&Denied>,
 ) -> Response {
     let (status, extra) = status_and_headers(auth, era, refused);
-    with_headers(json_response(status, answer, None), extra)
+    let body = match answer {
+        Payload::Tree(answer) => serde_json::to_vec(&answer).unwrap_or_default(),
+        // Its text is the body: no copy.
+        Payload::Text(text) => Box::<str>::from(text).into_string().into_bytes(),
+    };
+    with_headers(json_body(status, body, None), extra)
 }
 
 /// What a refusal sets besides the body: the status from
@@ -96,7 +102,15 @@ pub(super) fn json_response(
     body: &Value,
     session: Option<HeaderValue>,
 ) -> Response {
-    let bytes = serde_json::to_vec(body).unwrap_or_default();
+    json_body(
+        status,
+        serde_json::to_vec(body).unwrap_or_default(),
+        session,
+    )
+}
+
+/// JSON bytes as `application/json`.
+fn json_body(status: StatusCode, bytes: Vec<u8>, session: Option<HeaderValue>) -> Response {
     let mut response = (status, Body::from(bytes)).into_response();
     let h = response.headers_mut();
     h.insert(
@@ -110,7 +124,7 @@ pub(super) fn json_response(
 }
 
 /// `messages` as an SSE stream, unbuffered by proxies.
-pub(super) fn sse_response(messages: impl Stream<Item = Value> + Send + 'static) -> Response {
+pub(super) fn sse_response(messages: impl Stream<Item = Payload> + Send + 'static) -> Response {
     let events = messages.map(|m| {
         Ok::<_, Infallible>(Event::default().data(serde_json::to_string(&m).unwrap_or_default()))
     });
@@ -151,7 +165,7 @@ mod tests {
             let relayed = Denied::Upstream(sluice_core::policy::UpstreamFailure::Rpc(
                 sluice_core::jsonrpc::RpcError::new(code, "x"),
             ));
-            let r = answer_response(&auth, Era::Modern, &answer, Some(&relayed));
+            let r = answer_response(&auth, Era::Modern, answer.clone().into(), Some(&relayed));
             assert_eq!(r.status(), StatusCode::OK);
             assert!(r.headers().get(header::WWW_AUTHENTICATE).is_none());
             assert!(r.headers().get(header::RETRY_AFTER).is_none());
@@ -161,14 +175,14 @@ mod tests {
             tool: "t".into(),
             retry_after: Duration::from_millis(1500),
         };
-        let r = answer_response(&auth, Era::Legacy, &answer, Some(&limited));
+        let r = answer_response(&auth, Era::Legacy, answer.clone().into(), Some(&limited));
         assert_eq!(r.status(), StatusCode::TOO_MANY_REQUESTS);
         assert_eq!(r.headers()[header::RETRY_AFTER], "2");
         let scoped = Denied::InsufficientScope {
             target: "t".into(),
             required: vec!["files:write".into()],
         };
-        let r = answer_response(&auth, Era::Modern, &answer, Some(&scoped));
+        let r = answer_response(&auth, Era::Modern, answer.clone().into(), Some(&scoped));
         assert_eq!(r.status(), StatusCode::FORBIDDEN);
         assert_eq!(
             r.headers()[header::WWW_AUTHENTICATE],
