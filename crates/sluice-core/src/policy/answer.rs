@@ -106,14 +106,13 @@ pub fn bound(
                 .flatten();
             if let Some(bounded) = as_text {
                 let passed = bounded.passed.map(|out| {
-                    String::from_utf8(out)
-                        .map_err(|_| ())
-                        .and_then(|out| RawValue::from_string(out).map_err(drop))
+                    let out = String::from_utf8(out).ok()?;
+                    RawValue::from_string(out).ok()
                 });
                 let answer = match passed {
                     None => Err(refused()),
-                    Some(Ok(text)) => Ok(Payload::Text(text)),
-                    Some(Err(())) => Err(malformed(upstream)),
+                    Some(Some(text)) => Ok(Payload::Text(text)),
+                    Some(None) => Err(malformed(upstream)),
                 };
                 return Bound {
                     answer,
