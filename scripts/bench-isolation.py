@@ -10,7 +10,13 @@ mutation (so it passes through redaction whole rather than being refused by the 
 Prints the echo latencies (p50, p99, max) before the big answers and while they run, the big
 calls' own latencies, and sluice's peak RSS (VmHWM). Release builds. Not part of the test suite.
 
-    scripts/bench-isolation.py [--sluice BIN] [--fixture BIN] [--bytes N] [--rounds N]
+With `--requests`, the big messages are the client's instead: each round sends BYTES of tiny
+objects in a request's params as a legacy POST without a session (refused), a modern
+`tools/list` (answered by sluice), a modern `fx__echo` call whose arguments hold them
+(forwarded), and eight `fx__echo` calls at once with a plain text of BYTES; for each, how far
+sluice's resident memory rises (VmHWM reset through /proc/PID/clear_refs, against VmRSS before).
+
+    scripts/bench-isolation.py [--sluice BIN] [--fixture BIN] [--bytes N] [--rounds N] [--requests]
 """
 
 from __future__ import annotations
@@ -24,6 +30,7 @@ import statistics
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from pathlib import Path
 
@@ -35,10 +42,21 @@ META = {"io.modelcontextprotocol/protocolVersion": "2026-07-28",
 
 def call(port: int, tool: str, arguments: dict, rid: int, timeout: float = 120) -> float:
     """One tools/call; its latency in ms. Raises unless the answer is a result."""
-    body = json.dumps({"jsonrpc": "2.0", "id": rid, "method": "tools/call",
-                       "params": {"name": tool, "arguments": arguments, "_meta": META}})
-    headers = {"Content-Type": "application/json", "Accept": "application/json, text/event-stream",
-               "MCP-Protocol-Version": "2026-07-28", "Mcp-Method": "tools/call", "Mcp-Name": tool}
+    return post(port, "tools/call", {"name": tool, "arguments": arguments}, rid, timeout)
+
+
+def post(port: int, method: str, params: dict, rid: int, timeout: float = 120,
+         modern: bool = True, expect: bytes = b'"result"') -> float:
+    """One request (2026-07-28 unless `modern` is false); its latency in ms. Raises unless the
+    answer holds `expect`."""
+    if modern:
+        params = {**params, "_meta": META}
+    body = json.dumps({"jsonrpc": "2.0", "id": rid, "method": method, "params": params})
+    headers = {"Content-Type": "application/json", "Accept": "application/json, text/event-stream"}
+    if modern:
+        headers.update({"MCP-Protocol-Version": "2026-07-28", "Mcp-Method": method})
+        if "name" in params:
+            headers["Mcp-Name"] = params["name"]
     conn = http.client.HTTPConnection("127.0.0.1", port, timeout=timeout)
     start = time.perf_counter()
     try:
@@ -48,9 +66,51 @@ def call(port: int, tool: str, arguments: dict, rid: int, timeout: float = 120) 
     finally:
         conn.close()
     took = (time.perf_counter() - start) * 1000
-    if b'"result"' not in data[:4096] and b'"result"' not in data[-4096:]:
-        raise RuntimeError(f"{tool}: HTTP {resp.status} {data[:300]!r}")
+    if expect not in data[:4096] and expect not in data[-4096:]:
+        raise RuntimeError(f"{method}: HTTP {resp.status} {data[:300]!r}")
     return took
+
+
+def kib(pid: int, field: str) -> int:
+    status = Path(f"/proc/{pid}/status").read_text()
+    return int(re.search(field + r":\s+(\d+)", status).group(1))
+
+
+def big_requests(port: int, pid: int, size: int, rounds: int) -> None:
+    """The client's big messages, one kind at a time; prints each kind's RSS rise and latency."""
+    tiny = [{"k": 1}] * (size // len('{"k":1},'))
+    text = "x" * size
+
+    def eight() -> None:
+        threads = [threading.Thread(target=call, args=(port, "fx__echo", {"text": text}, 60 + i))
+                   for i in range(8)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+
+    kinds = [
+        ("legacy POST without a session (refused)",
+         lambda: post(port, "tools/call", {"name": "fx__echo", "a": tiny}, 2, modern=False,
+                      expect=b'"error"')),
+        ("`tools/list` (answered by sluice)", lambda: post(port, "tools/list", {"a": tiny}, 3)),
+        ("`fx__echo`, the objects in its arguments (forwarded)",
+         lambda: call(port, "fx__echo", {"text": "x", "a": tiny}, 4)),
+        ("eight `fx__echo` at once, a plain text each", eight),
+    ]
+    print(f"sluice; requests of {size} bytes, {rounds} rounds")
+    print("| request | RSS rise MiB (max of rounds) | x its size | ms (median) |\n|---|---|---|---|")
+    for name, send in kinds:
+        rises, took = [], []
+        for _ in range(rounds):
+            Path(f"/proc/{pid}/clear_refs").write_text("5")
+            before = kib(pid, "VmRSS")
+            start = time.perf_counter()
+            send()
+            took.append((time.perf_counter() - start) * 1000)
+            rises.append(kib(pid, "VmHWM") - before)
+        rise = max(rises) / 1024
+        print(f"| {name} | {rise:.1f} | {rise * 1024 * 1024 / size:.2f} | {statistics.median(took):.0f} |")
 
 
 def pct(xs: list[float], p: float) -> float:
@@ -81,6 +141,7 @@ def main() -> int:
     ap.add_argument("--fixture", default=str(REPO / "target/release/sluice-fixture"))
     ap.add_argument("--bytes", type=int, default=14 * 1024 * 1024)
     ap.add_argument("--rounds", type=int, default=5)
+    ap.add_argument("--requests", action="store_true")
     args = ap.parse_args()
 
     work = Path(tempfile.mkdtemp(prefix="bench-isolation."))
@@ -103,6 +164,9 @@ def main() -> int:
         # Both upstreams ready (their first call waits for the catalogs).
         for tool in ("fx__echo", "fy__echo"):
             call(port, tool, {"text": "warm"}, 1)
+        if args.requests:
+            big_requests(port, proc.pid, args.bytes, args.rounds)
+            return 0
 
         # The echo client is its own process: in this one, reading a 14 MiB answer would hold
         # the interpreter lock and stall the echoes it measures.

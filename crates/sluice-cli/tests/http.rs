@@ -577,6 +577,21 @@ async fn param_headers_are_checked_coming_in_and_computed_going_out() {
         "region= eu west count=3 params=mcp-param-count,mcp-param-extra,mcp-param-region",
         "{r}"
     );
+    // The same in a request large enough that its arguments stay text
+    // (`sluice_core::carried`): read from it, both ways.
+    let mut large = call(" eu west");
+    large["params"]["arguments"]["note"] = json!("n".repeat(300_000));
+    let r = body(s.post(&large, &h).await).await;
+    assert_eq!(
+        first_text(&r),
+        "region= eu west count=3 params=mcp-param-count,mcp-param-extra,mcp-param-region",
+        "{}",
+        &r.to_string()[..300]
+    );
+    h[3] = ("mcp-param-region", "eu");
+    let resp = s.post(&large, &h).await;
+    assert_eq!(resp.status(), 400);
+    assert_eq!(body(resp).await["error"]["code"], json!(-32020));
     // Missing or different: refused by sluice itself, before the upstream.
     let mut h = base.to_vec();
     h.push(("mcp-param-count", "3"));

@@ -126,16 +126,6 @@ async fn a_large_read_is_measured_over_its_text() {
     assert!(!over.to_string().contains("xxxx"));
 }
 
-#[allow(clippy::disallowed_methods)] // /proc is read as text
-fn status_kib(pid: u32, field: &str) -> u64 {
-    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
-    status
-        .lines()
-        .find_map(|l| l.strip_prefix(field))
-        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
-        .unwrap()
-}
-
 /// 14 MiB of `{"k":1}`: 1.8 million tiny objects, the costliest shape per
 /// byte as a tree (about 70 times its size). Carried as text, sluice's
 /// peak memory grows by at most four times the answer.

@@ -144,18 +144,20 @@ pub struct Mirror {
     pub integer: bool,
 }
 
-/// The headers a call with `arguments` carries: one per declared argument
-/// present and not null.
-pub fn values(declared: &[ParamHeader], arguments: &Value) -> Vec<Mirror> {
+/// The headers a call carries: one per declared argument present and not
+/// null. `argument` gives the value at a path in the call's arguments
+/// ([`argument_at`] of a tree; `crate::carried::argument` of arguments that
+/// may have stayed text).
+pub fn values(
+    declared: &[ParamHeader],
+    argument: impl Fn(&[String]) -> Option<Value>,
+) -> Vec<Mirror> {
     declared
         .iter()
         .filter_map(|h| {
-            let mut v = arguments;
-            for key in &h.path {
-                v = v.get(key)?;
-            }
+            let v = argument(&h.path)?;
             let (value, integer) = match v {
-                Value::String(s) => (encode_value(s), false),
+                Value::String(s) => (encode_value(&s), false),
                 Value::Bool(b) => (b.to_string(), false),
                 Value::Number(n) => (
                     n.as_i64()
@@ -172,6 +174,16 @@ pub fn values(declared: &[ParamHeader], arguments: &Value) -> Vec<Mirror> {
             })
         })
         .collect()
+}
+
+/// The value at `path` in `arguments`, when it is one a header can carry
+/// (not an object or an array).
+pub fn argument_at(arguments: &Value, path: &[String]) -> Option<Value> {
+    let mut v = arguments;
+    for key in path {
+        v = v.get(key)?;
+    }
+    (!v.is_object() && !v.is_array()).then(|| v.clone())
 }
 
 /// Whether a received header value matches what the argument says (after
@@ -248,7 +260,7 @@ mod tests {
             ]
         );
         let args = json!({"region": "eu west", "opts": {"dry": true}, "plain": "x"});
-        let got: Vec<(String, String)> = values(&d, &args)
+        let got: Vec<(String, String)> = values(&d, |p| argument_at(&args, p))
             .into_iter()
             .map(|m| (m.header, m.value))
             .collect();
@@ -259,7 +271,8 @@ mod tests {
                 ("mcp-param-dry-run".into(), "true".into())
             ]
         );
-        assert!(values(&d, &json!({"region": null})).is_empty());
+        let null = json!({"region": null});
+        assert!(values(&d, |p| argument_at(&null, p)).is_empty());
     }
 
     #[test]

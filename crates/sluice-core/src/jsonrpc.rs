@@ -172,7 +172,7 @@ impl Message {
     }
 }
 
-fn is_valid_id(id: &Value) -> bool {
+pub(crate) fn is_valid_id(id: &Value) -> bool {
     match id {
         // Its JSON text is at least as long as the string.
         Value::String(s) => s.len() + 2 <= MAX_ID_BYTES,

@@ -87,6 +87,7 @@ pub mod access;
 pub mod audit;
 pub mod boundary;
 pub mod canonical;
+pub mod carried;
 pub mod catalog;
 pub mod client_config;
 pub mod config;

@@ -2,8 +2,9 @@
 //! bytes from outside: the JSON-RPC envelope and the id peek, list cursors,
 //! session ids, request states, HTTP header rules, traceparent, SEP-2243
 //! header values, `sluice.toml`, `mcp.json`, `sluice.lock`, the audit
-//! filters' times, and an upstream's result redacted over its text (which
-//! must also come out as the tree walker's output).
+//! filters' times, an upstream's result redacted over its text (which
+//! must also come out as the tree walker's output), and a client's request
+//! read by its members (which must come out as the request read whole).
 //!
 //! Each target gets random bytes and, mostly, valid inputs mutated (bytes
 //! flipped, inserted, deleted, duplicated; JSON and TOML tokens spliced in;
@@ -22,12 +23,15 @@ use proptest::test_runner::{Config as RunnerConfig, FileFailurePersistence, Test
 use serde_json::{Value, json};
 use sluice_core::audit::{parse_rfc3339_ms, parse_since};
 use sluice_core::boundary::redact::{DEFAULT_SECRET_KEYS, Redactor};
+use sluice_core::carried;
 use sluice_core::catalog::lockfile::Lockfile;
 use sluice_core::config::{AllowedOrigin, Config, Source};
 use sluice_core::envelope::{Cursors, Position};
 use sluice_core::headers::decode_value;
 use sluice_core::jsonrpc::{Message, peek_id};
+use sluice_core::method::ListKind;
 use sluice_core::policy::admission::{self, Headers};
+use sluice_core::policy::route;
 use sluice_core::request_state::{ParkedCall, StateKey};
 use sluice_core::session_token::{SessionClaims, SessionKey};
 use sluice_core::trace_context::TraceParent;
@@ -244,6 +248,58 @@ fn the_jsonrpc_envelope_and_the_id_peek() {
     fuzz("jsonrpc", seeds, TREE, <[u8]>::to_vec, |b| {
         let _ = Message::parse(b);
         let _ = peek_id(b);
+    });
+}
+
+#[test]
+fn a_client_request_read_by_its_members() {
+    // `carried::read` of any size (here from 0 bytes): no input panics,
+    // and a request it reads is the request a whole parse reads, with
+    // what it carried put back.
+    let seeds = [
+        json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": "a__b", "x": [{"k": 1}], "arguments": {"x": [1, 2.5e10, "é"], "y": "v"}, "_meta": {"progressToken": "p", "vendor/k": [{}], "traceparent": "t"}}}),
+        json!({"jsonrpc": "2.0", "id": "q", "method": "prompts/get", "params": {"name": "p", "arguments": {"a": "x", "b": "y"}, "z": null}}),
+        json!({"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": 1, "junk": [[[]]]}}),
+        json!({"jsonrpc": "2.0", "id": 2, "method": "tools/list", "params": {"cursor": "c", "_meta": {}}}),
+    ];
+    let seeds: Vec<Vec<u8>> = seeds.iter().map(|s| s.to_string().into_bytes()).collect();
+    fuzz("carried request", seeds, TREE, <[u8]>::to_vec, |b| {
+        let Some(Ok(read)) = carried::read_carrying_from(b, 0) else {
+            return;
+        };
+        let Message::Request { id, method, params } = read.message else {
+            return;
+        };
+        let Some(Ok(Message::Request {
+            id: whole_id,
+            method: whole_method,
+            params: whole_params,
+        })) = Message::parse(b)
+        else {
+            // A carried member is checked to be JSON, not decoded: an
+            // escaped lone surrogate, which decoding refuses, goes on as
+            // the client sent it.
+            let t = text(b).to_ascii_lowercase();
+            let lone = [
+                "\\ud8", "\\ud9", "\\uda", "\\udb", "\\udc", "\\udd", "\\ude", "\\udf",
+            ];
+            assert!(
+                lone.iter().any(|s| t.contains(s)),
+                "read by members, not whole: {}",
+                text(b)
+            );
+            return;
+        };
+        assert_eq!((&id, &method), (&whole_id, &whole_method));
+        let refused =
+            method == "prompts/get" && route::check_arguments(ListKind::Prompts, &params).is_err();
+        if !refused {
+            let put_back = match &read.carried {
+                Some(carried) => carried.whole(&params),
+                None => params,
+            };
+            assert_eq!(put_back, whole_params, "{}", text(b));
+        }
     });
 }
 

@@ -21,6 +21,7 @@
 //! which cancels the upstream call. Parked flights live in this
 //! process: with several replicas, a retry must reach the same one.
 
+use std::borrow::Cow;
 use std::collections::HashMap;
 use std::future::Future;
 use std::panic::AssertUnwindSafe;
@@ -92,6 +93,16 @@ pub(crate) struct Bridge {
 /// A question from the upstream: method, params, and where the answer goes.
 pub(crate) type Question = (String, Value, oneshot::Sender<Result<Value, RpcError>>);
 
+/// The params an MRTR state binds: all the client sent, with what a large
+/// request left as text (the only place such a request is read whole, and
+/// only for a call an upstream asked a question in).
+fn bound_params<'a>(ctx: &RequestCtx, params: &'a Value) -> Cow<'a, Value> {
+    match &ctx.carried {
+        Some(carried) => Cow::Owned(carried.whole(params)),
+        None => Cow::Borrowed(params),
+    }
+}
+
 // === impl Flight ===
 
 impl Flight {
@@ -109,10 +120,12 @@ impl Flight {
         let method = method.to_owned();
         let caps = ctx.client_capabilities.clone();
         let principal = on_behalf_of(ctx.scoped, &ctx.principal);
+        let carried = ctx.carried.clone();
         let answer = Box::pin(async move {
             conn.carry(Call {
                 method: &method,
                 params,
+                carried,
                 client_capabilities: &caps,
                 related: Some(tx),
                 timeout,
@@ -212,7 +225,7 @@ impl Bridge {
         let state = self.key.seal(&ParkedCall {
             handle: handle.clone(),
             method: method.to_owned(),
-            params_digest: request_state::params_digest(params),
+            params_digest: request_state::params_digest(&bound_params(ctx, params)),
             expires_at_ms: now_ms().saturating_add(self.ttl.as_millis() as u64),
         });
         let mut requests = Map::new();
@@ -251,7 +264,7 @@ impl Bridge {
             .unwrap_or_default();
         let call = self
             .key
-            .open(token, method, params, now_ms())
+            .open(token, method, &bound_params(ctx, params), now_ms())
             .map_err(|e| Denied::invalid_params(e.to_string()))?;
         let parked = {
             let mut parked = self.lock();

@@ -14,6 +14,7 @@ use std::time::Duration;
 
 use serde_json::{Value, json};
 use sluice_core::access::Principal;
+use sluice_core::carried::Carried;
 use sluice_core::jsonrpc;
 use sluice_core::method::notification;
 use sluice_core::payload::Payload;
@@ -90,6 +91,9 @@ pub struct RequestCtx {
     pub view: Option<Arc<str>>,
     /// What the router learned handling it, for metrics and the audit log.
     pub trail: Trail,
+    /// What a large request's params left as text
+    /// (`sluice_core::carried`): put back when it is forwarded.
+    pub carried: Option<Arc<Carried>>,
 }
 
 /// A way to send messages to the client while one request is open.

@@ -133,6 +133,13 @@ impl StdioSluice {
         self.stdin.flush().await.unwrap();
     }
 
+    /// One line, as it is (a message written by hand).
+    pub async fn send_raw(&mut self, line: &str) {
+        self.stdin.write_all(line.as_bytes()).await.unwrap();
+        self.stdin.write_all(b"\n").await.unwrap();
+        self.stdin.flush().await.unwrap();
+    }
+
     /// The next raw line.
     pub async fn recv_line(&mut self) -> String {
         tokio::time::timeout(WAIT, self.lines.next_line())
@@ -491,4 +498,15 @@ impl SseReader {
             self.text.push_str(&String::from_utf8_lossy(&chunk));
         }
     }
+}
+
+/// A field of `/proc/PID/status`, in KiB (`VmRSS:`, `VmHWM:`).
+#[allow(clippy::disallowed_methods)] // /proc is read as text
+pub fn status_kib(pid: u32, field: &str) -> u64 {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix(field))
+        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+        .unwrap()
 }

@@ -25,6 +25,7 @@
 use serde_json::Value;
 
 use super::Denied;
+use crate::carried::{self, Carried};
 use crate::config::AllowedOrigin;
 use crate::headers;
 use crate::jsonrpc;
@@ -228,6 +229,7 @@ pub fn admit_modern<'t>(
     name: &str,
     method: Method,
     params: &Value,
+    carried: Option<&Carried>,
     tool: impl FnOnce(&str) -> Option<&'t Value>,
 ) -> Result<ModernRequestMeta, Denied> {
     check_modern_headers(headers, name, method, params)?;
@@ -236,7 +238,7 @@ pub fn admit_modern<'t>(
         Method::CallTool => params.get("name").and_then(Value::as_str).and_then(tool),
         _ => None,
     };
-    check_param_headers(headers, method, params, tool)?;
+    check_param_headers(headers, method, params, carried, tool)?;
     Ok(meta)
 }
 
@@ -295,6 +297,7 @@ pub fn check_param_headers(
     headers: &impl Headers,
     method: Method,
     params: &Value,
+    carried: Option<&Carried>,
     tool: Option<&Value>,
 ) -> Result<(), Denied> {
     if method != Method::CallTool {
@@ -308,8 +311,8 @@ pub fn check_param_headers(
     let Ok(declared) = headers::declared(schema) else {
         return Ok(());
     };
-    let arguments = params.get("arguments").unwrap_or(&Value::Null);
-    for expected in headers::values(&declared, arguments) {
+    let argument = |path: &[String]| carried::argument(params, carried, path);
+    for expected in headers::values(&declared, argument) {
         let name = &expected.header;
         match headers.get(name).flatten() {
             Some(got) if headers::matches(got, &expected) => {}

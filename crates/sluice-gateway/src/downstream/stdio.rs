@@ -13,9 +13,10 @@ use std::sync::{Arc, Mutex, PoisonError};
 use futures::StreamExt;
 use serde_json::Value;
 use sluice_core::access::{self, Principal};
+use sluice_core::carried::{self, Carried};
 use sluice_core::jsonrpc::{self, EnvelopeError, Message};
 use sluice_core::method::{Method, notification};
-use sluice_core::payload::Payload;
+use sluice_core::payload::{CARRIED_AS_TEXT_FROM, Payload};
 use sluice_core::policy::{Denied, admit};
 use sluice_core::protocol::{self, Era};
 use tokio::io::{AsyncRead, AsyncWrite, AsyncWriteExt};
@@ -25,6 +26,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::client::{ClientLink, ClientSession, RequestCtx};
 use crate::gateway::Gateway;
+use crate::offload;
 use crate::pending::Pending;
 
 /// sluice's own stdin and stdout, as async streams. When they are pipes
@@ -168,17 +170,24 @@ impl StdioClient {
     }
 
     async fn handle_line(&mut self, line: &[u8]) {
-        let message = match Message::parse(line) {
+        let read = if line.len() >= CARRIED_AS_TEXT_FROM {
+            offload::heavy(|| carried::read(line))
+        } else {
+            carried::read(line)
+        };
+        let (message, carried) = match read {
             None => return self.refuse(Denied::ParseError).await,
             Some(Err(e)) => {
                 return self
                     .refuse(Denied::InvalidMessage(envelope_message(&e)))
                     .await;
             }
-            Some(Ok(message)) => message,
+            Some(Ok(read)) => (read.message, read.carried),
         };
         match message {
-            Message::Request { id, method, params } => self.request(id, method, params).await,
+            Message::Request { id, method, params } => {
+                self.request(id, method, params, carried).await;
+            }
             // initialized, roots/list_changed, ...: nothing to do.
             Message::Notification { method, params } => {
                 if method == notification::CANCELLED {
@@ -195,7 +204,13 @@ impl StdioClient {
         }
     }
 
-    async fn request(&mut self, id: Value, method: String, params: Value) {
+    async fn request(
+        &mut self,
+        id: Value,
+        method: String,
+        params: Value,
+        carried: Option<Arc<Carried>>,
+    ) {
         let era = protocol::request_era(&params);
         if era == Era::Legacy && Method::parse(&method) == Method::Initialize {
             let (result, session) =
@@ -247,6 +262,7 @@ impl StdioClient {
             scoped: admit::scopes_apply(false, self.gateway.auth().is_on()),
             view: self.view.clone(),
             trail: Default::default(),
+            carried,
         };
         let gateway = Arc::clone(&self.gateway);
         let out = self.out.clone();

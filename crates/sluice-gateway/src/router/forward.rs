@@ -8,6 +8,7 @@ use std::sync::Arc;
 use serde_json::{Map, Value, json};
 use sluice_core::boundary::Boundary;
 use sluice_core::boundary::budget;
+use sluice_core::carried;
 use sluice_core::headers;
 use sluice_core::method::Method;
 use sluice_core::payload::Payload;
@@ -143,9 +144,10 @@ impl Forward<'_> {
             .tool(exposed)
             .and_then(|t| t.get("inputSchema"))
             .unwrap_or(&Value::Null);
-        let arguments = params.get("arguments").unwrap_or(&Value::Null);
+        let carried = self.ctx.carried.as_deref();
+        let argument = |path: &[String]| carried::argument(params, carried, path);
         let declared = headers::declared(schema).unwrap_or_default();
-        let mut out: Vec<(String, String)> = headers::values(&declared, arguments)
+        let mut out: Vec<(String, String)> = headers::values(&declared, argument)
             .into_iter()
             .map(|m| (m.header, m.value))
             .collect();

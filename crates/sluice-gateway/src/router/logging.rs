@@ -9,6 +9,7 @@ use sluice_core::protocol::Era;
 
 use crate::client::RequestCtx;
 use crate::gateway::{Gateway, Snapshot};
+use crate::upstream::Call;
 
 /// The levels of RFC 5424 that MCP logging uses.
 const LEVELS: [&str; 8] = [
@@ -47,9 +48,11 @@ impl Gateway {
         for up in &snap.live.upstreams {
             let Ok(conn) = up.connection() else { continue };
             if conn.description().era == Era::Legacy && conn.offers("logging") {
-                let _ = conn
-                    .request(method, params.clone(), &json!({}), None, timeout, &[])
-                    .await;
+                let call = Call {
+                    carried: ctx.carried.clone(),
+                    ..Call::new(method, params.clone(), timeout)
+                };
+                let _ = conn.call(call).await;
             }
         }
         Ok(json!({}))

@@ -25,6 +25,7 @@ use std::sync::{Arc, LazyLock, Mutex, MutexGuard, PoisonError};
 use std::time::Duration;
 
 use serde_json::{Value, json};
+use sluice_core::carried::{self, Carried};
 use sluice_core::jsonrpc::{self, RpcError};
 use sluice_core::method::{Method, notification};
 use sluice_core::payload::Payload;
@@ -86,6 +87,9 @@ pub(crate) enum UpstreamEvent {
 pub(crate) struct Call<'a> {
     pub(crate) method: &'a str,
     pub(crate) params: Value,
+    /// What the client's large request left as text, put back into
+    /// `params` as they are written.
+    pub(crate) carried: Option<Arc<Carried>>,
     /// Declared to a modern upstream on this request.
     pub(crate) client_capabilities: &'a Value,
     /// Receives the request's progress, logging and server-to-client
@@ -173,6 +177,7 @@ impl<'a> Call<'a> {
         Call {
             method,
             params,
+            carried: None,
             client_capabilities: &NO_CAPABILITIES,
             related: None,
             timeout,
@@ -236,6 +241,7 @@ impl Connection {
         self.call(Call {
             method,
             params,
+            carried: None,
             client_capabilities,
             related,
             timeout,
@@ -356,6 +362,7 @@ impl Shared {
         let Call {
             method,
             mut params,
+            carried,
             client_capabilities,
             related,
             timeout,
@@ -366,14 +373,15 @@ impl Shared {
         let (id, answer) = self.pending.register();
         let mut guard = self.track(id, era, &mut params, related);
         let name = name_of(method, &params);
-        let message = jsonrpc::request(json!(id), method, params);
+        let message = carried::request_text(&json!(id), method, &params, carried.as_deref());
         let request = Outgoing {
             era,
             id,
             method,
             name: name.as_deref(),
             headers,
-            message: &message,
+            message,
+            meta: jsonrpc::meta(&params),
             on_behalf_of,
         };
         let outcome = self.answer(request, answer, timeout).await?;

@@ -13,11 +13,13 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
+use bytes::Bytes;
 use futures::StreamExt;
 use futures::future::BoxFuture;
 use http::{HeaderMap, HeaderName, HeaderValue, StatusCode, header};
-use serde_json::Value;
+use serde_json::{Map, Value};
 use sluice_core::headers;
+use sluice_core::jsonrpc;
 use sluice_core::payload::Payload;
 use sluice_core::policy::UpstreamFailure;
 use sluice_core::protocol::{self, Era};
@@ -167,10 +169,9 @@ impl HttpWire {
         method: Option<&str>,
         name: Option<&str>,
         params: &[(String, String)],
-        message: &Value,
+        (body, meta): (Bytes, Option<&Map<String, Value>>),
         authorization: Option<&HeaderValue>,
     ) -> reqwest::Result<reqwest::Response> {
-        let body = serde_json::to_vec(message).unwrap_or_default();
         let mut headers = self.headers(era, method, name, params);
         if let Some(value) = authorization {
             headers.insert(header::AUTHORIZATION, value.clone());
@@ -178,9 +179,7 @@ impl HttpWire {
         // The trace context travels in `_meta` and, for HTTP-aware
         // tracing on the upstream's side, in its headers too.
         for key in [trace_context::TRACEPARENT, trace_context::TRACESTATE] {
-            let value = message
-                .get("params")
-                .and_then(|p| p.get("_meta"))
+            let value = meta
                 .and_then(|m| m.get(key))
                 .and_then(Value::as_str)
                 .and_then(|v| HeaderValue::try_from(v).ok());
@@ -217,8 +216,10 @@ impl HttpWire {
             name,
             headers,
             message,
+            meta,
             on_behalf_of,
         } = request;
+        let message = Bytes::from(message);
         let upstream = || self.name.to_string();
         let mut sent_again = false;
         let resp = loop {
@@ -229,7 +230,7 @@ impl HttpWire {
                     Some(method),
                     name,
                     headers,
-                    message,
+                    (message.clone(), meta),
                     authorization.as_ref(),
                 )
                 .await
@@ -440,7 +441,14 @@ impl HttpWire {
             }
         };
         if let Err(e) = self
-            .post(era, method, None, &[], message, authorization.as_ref())
+            .post(
+                era,
+                method,
+                None,
+                &[],
+                body_of(message),
+                authorization.as_ref(),
+            )
             .await
         {
             tracing::debug!(upstream = %self.name, "notification not delivered: {e}");
@@ -549,7 +557,14 @@ impl Wire for HttpWire {
         Box::pin(async move {
             let authorization = self.authorization("").await.ok().flatten();
             let _ = self
-                .post(era, None, None, &[], message, authorization.as_ref())
+                .post(
+                    era,
+                    None,
+                    None,
+                    &[],
+                    body_of(message),
+                    authorization.as_ref(),
+                )
                 .await;
         })
     }
@@ -665,4 +680,12 @@ fn capped_events(
         Ok(chunk)
     });
     SseByteStream::new(Box::pin(bytes)).inspect(move |_| since_event.store(0, Ordering::Relaxed))
+}
+
+/// A message of sluice's own as a POST body, with its params' `_meta`.
+fn body_of(message: &Value) -> (Bytes, Option<&Map<String, Value>>) {
+    // Serializing a `Value` cannot fail: its keys are strings.
+    let body = serde_json::to_vec(message).unwrap_or_default();
+    let meta = message.get("params").and_then(jsonrpc::meta);
+    (Bytes::from(body), meta)
 }

@@ -376,9 +376,14 @@ impl StdioWire {
     /// Queues one message as a line; `false` when the child is gone.
     async fn send(&self, message: &Value) -> bool {
         // Serializing a `Value` cannot fail: its keys are strings.
-        let Ok(mut line) = serde_json::to_vec(message) else {
+        let Ok(line) = serde_json::to_vec(message) else {
             return false;
         };
+        self.send_text(line).await
+    }
+
+    /// Queues one message's text as a line.
+    async fn send_text(&self, mut line: Vec<u8>) -> bool {
         line.push(b'\n');
         self.lines.send(line).await.is_ok()
     }
@@ -425,7 +430,7 @@ impl Wire for StdioWire {
         _inbound: &'a dyn Inbound,
     ) -> BoxFuture<'a, Result<Answer<Payload>, UpstreamFailure>> {
         Box::pin(async move {
-            if !self.send(request.message).await {
+            if !self.send_text(request.message).await {
                 return Ok(Err(None));
             }
             std::future::pending().await

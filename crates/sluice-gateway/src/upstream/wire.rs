@@ -11,7 +11,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use futures::future::{self, BoxFuture};
-use serde_json::Value;
+use serde_json::{Map, Value};
 use sluice_core::jsonrpc::{EnvelopeError, Message, TextAnswer};
 use sluice_core::payload::{CARRIED_AS_TEXT_FROM, Payload};
 use sluice_core::policy::UpstreamFailure;
@@ -32,8 +32,10 @@ pub(crate) struct Outgoing<'a> {
     pub(crate) name: Option<&'a str>,
     /// Extra HTTP headers (`Mcp-Param-*`) for a modern HTTP upstream.
     pub(crate) headers: &'a [(String, String)],
-    /// The JSON-RPC request.
-    pub(crate) message: &'a Value,
+    /// The JSON-RPC request's text.
+    pub(crate) message: Vec<u8>,
+    /// Its params' `_meta` (HTTP repeats the trace context in headers).
+    pub(crate) meta: Option<&'a Map<String, Value>>,
     /// Whose login an `auth = "oauth"` upstream's token is taken from: a
     /// principal of a sluice with `[auth]`, or `""` for sluice's own.
     pub(crate) on_behalf_of: &'a str,

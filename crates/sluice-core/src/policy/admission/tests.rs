@@ -275,27 +275,52 @@ fn param_headers_must_mirror_the_arguments_a_tool_declares() {
     let tool = json!({"name": "t", "inputSchema": {"type": "object", "properties": {
         "region": {"type": "string", "x-mcp-header": "Region"}}}});
     let params = json!({"name": "t", "arguments": {"region": "eu"}});
-    let check = |pairs: &[(&str, &str)]| {
-        check_param_headers(&headers(pairs), Method::CallTool, &params, Some(&tool))
-            .map_err(|e| e.to_string())
-    };
-    assert_eq!(check(&[("mcp-param-region", "eu")]), Ok(()));
-    assert_eq!(
-        check(&[("mcp-param-region", "us")]),
-        Err("header mcp-param-region does not match its argument".into())
+    // The same arguments in a request large enough that they stay text
+    // (`crate::carried`).
+    let pad = "p".repeat(crate::payload::CARRIED_AS_TEXT_FROM);
+    let text = format!(
+        r#"{{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{{"name":"t","arguments":{{"pad":"{pad}","region":"eu"}}}}}}"#
     );
-    assert_eq!(check(&[]), Err("missing header mcp-param-region".into()));
+    let read = crate::carried::read(text.as_bytes())
+        .expect("json")
+        .expect("json-rpc");
+    let jsonrpc::Message::Request {
+        params: large_params,
+        ..
+    } = read.message
+    else {
+        panic!("not a request");
+    };
+    assert_eq!(large_params["arguments"], json!({}));
+    for (params, carried) in [(&params, None), (&large_params, read.carried.as_deref())] {
+        let check = |pairs: &[(&str, &str)]| {
+            check_param_headers(
+                &headers(pairs),
+                Method::CallTool,
+                params,
+                carried,
+                Some(&tool),
+            )
+            .map_err(|e| e.to_string())
+        };
+        assert_eq!(check(&[("mcp-param-region", "eu")]), Ok(()));
+        assert_eq!(
+            check(&[("mcp-param-region", "us")]),
+            Err("header mcp-param-region does not match its argument".into())
+        );
+        assert_eq!(check(&[]), Err("missing header mcp-param-region".into()));
+    }
     // A value that is not text is as good as none.
     let opaque = Fields(vec![("mcp-param-region".into(), None)]);
     assert_eq!(
-        check_param_headers(&opaque, Method::CallTool, &params, Some(&tool))
+        check_param_headers(&opaque, Method::CallTool, &params, None, Some(&tool))
             .map_err(|e| e.to_string()),
         Err("missing header mcp-param-region".into())
     );
     // Only tools/call, and only a tool the federation has.
     let none = headers(&[]);
-    assert!(check_param_headers(&none, Method::GetPrompt, &params, Some(&tool)).is_ok());
-    assert!(check_param_headers(&none, Method::CallTool, &params, None).is_ok());
+    assert!(check_param_headers(&none, Method::GetPrompt, &params, None, Some(&tool)).is_ok());
+    assert!(check_param_headers(&none, Method::CallTool, &params, None, None).is_ok());
 }
 
 #[test]
@@ -308,6 +333,7 @@ fn a_modern_request_is_judged_headers_then_meta_then_params() {
             "tools/call",
             Method::CallTool,
             params,
+            None,
             |name| (name == "t").then_some(&tool),
         )
     };

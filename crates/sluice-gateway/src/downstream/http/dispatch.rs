@@ -13,11 +13,12 @@ use axum::response::{IntoResponse, Response};
 use futures::{StreamExt, stream};
 use serde_json::Value;
 use sluice_core::access::Principal;
+use sluice_core::carried::{self, Carried};
 use sluice_core::config::MCP_PATH;
 use sluice_core::headers;
 use sluice_core::jsonrpc::{self, Message};
 use sluice_core::method::{Method, notification};
-use sluice_core::payload::Payload;
+use sluice_core::payload::{CARRIED_AS_TEXT_FROM, Payload};
 use sluice_core::policy::Denied;
 use sluice_core::policy::admission::{self, Headers, field};
 use sluice_core::policy::admit;
@@ -33,6 +34,7 @@ use super::listener;
 use crate::client::{ClientLink, ClientSession, RequestCtx};
 use crate::downstream::stdio::envelope_message;
 use crate::gateway::Gateway;
+use crate::offload;
 use crate::pending::Pending;
 
 pub(super) async fn post_mcp(
@@ -55,10 +57,17 @@ pub(super) async fn post_mcp(
             };
         }
     };
-    let message = match Message::parse(&body) {
+    let read = if body.len() >= CARRIED_AS_TEXT_FROM {
+        offload::heavy(|| carried::read(&body))
+    } else {
+        carried::read(&body)
+    };
+    // What is kept of a large body is what `carried::read` made of it.
+    drop(body);
+    let (message, carried) = match read {
         None => return state.refuse_early(Denied::ParseError),
         Some(Err(e)) => return state.refuse_early(Denied::InvalidMessage(envelope_message(&e))),
-        Some(Ok(message)) => message,
+        Some(Ok(read)) => (read.message, read.carried),
     };
     let fields = HeaderView(&headers);
     match message {
@@ -69,6 +78,7 @@ pub(super) async fn post_mcp(
                 method: Method::parse(&method),
                 name: method,
                 params,
+                carried,
                 principal,
                 view,
             };
@@ -118,6 +128,8 @@ struct Incoming {
     name: String,
     method: Method,
     params: Value,
+    /// What its params left as text, when it was large.
+    carried: Option<Arc<Carried>>,
     principal: Arc<Principal>,
     /// The `[[view]]` of `/mcp/<name>`, if the request came through one.
     view: Option<Arc<str>>,
@@ -177,6 +189,7 @@ fn request_ctx(
         view: request.view.clone(),
         principal: Arc::clone(&request.principal),
         trail: Default::default(),
+        carried: request.carried.clone(),
     }
 }
 
@@ -185,7 +198,14 @@ async fn modern_request(state: Arc<HttpState>, headers: &HeaderMap, request: Inc
         let fed = state.gateway.federation(request.view.as_deref());
         let view = HeaderView(headers);
         let tool = |name: &str| fed.tool(name);
-        admission::admit_modern(&view, &request.name, request.method, &request.params, tool)
+        admission::admit_modern(
+            &view,
+            &request.name,
+            request.method,
+            &request.params,
+            request.carried.as_deref(),
+            tool,
+        )
     };
     let meta = match admitted {
         Ok(meta) => meta,
