@@ -14,9 +14,11 @@ With `--requests`, the big messages are the client's instead: each round sends B
 objects in a request's params as a legacy POST without a session (refused), a modern
 `tools/list` (answered by sluice), a modern `fx__echo` call whose arguments hold them
 (forwarded), and eight `fx__echo` calls at once with a plain text of BYTES; for each, how far
-sluice's resident memory rises (VmHWM reset through /proc/PID/clear_refs, against VmRSS before).
+sluice's resident memory rises (VmHWM reset through /proc/PID/clear_refs, against VmRSS before),
+and the `fy__echo` latencies meanwhile.
 
-    scripts/bench-isolation.py [--sluice BIN] [--fixture BIN] [--bytes N] [--rounds N] [--requests]
+    scripts/bench-isolation.py [--sluice BIN] [--fixture BIN] [--bytes N] [--rounds N]
+                               [--requests [--kind N]]
 """
 
 from __future__ import annotations
@@ -49,14 +51,26 @@ def post(port: int, method: str, params: dict, rid: int, timeout: float = 120,
          modern: bool = True, expect: bytes = b'"result"') -> float:
     """One request (2026-07-28 unless `modern` is false); its latency in ms. Raises unless the
     answer holds `expect`."""
+    return send(port, *encode(method, params, rid, modern), expect, timeout)
+
+
+def encode(method: str, params: dict, rid: int, modern: bool = True) -> tuple[bytes, dict]:
+    """A request's body and headers."""
     if modern:
         params = {**params, "_meta": META}
-    body = json.dumps({"jsonrpc": "2.0", "id": rid, "method": method, "params": params})
+    body = json.dumps({"jsonrpc": "2.0", "id": rid, "method": method, "params": params},
+                      separators=(",", ":")).encode()
     headers = {"Content-Type": "application/json", "Accept": "application/json, text/event-stream"}
     if modern:
         headers.update({"MCP-Protocol-Version": "2026-07-28", "Mcp-Method": method})
         if "name" in params:
             headers["Mcp-Name"] = params["name"]
+    return body, headers
+
+
+def send(port: int, body: bytes, headers: dict, expect: bytes = b'"result"',
+         timeout: float = 120) -> float:
+    """POSTs `body`; the latency in ms. Raises unless the answer holds `expect`."""
     conn = http.client.HTTPConnection("127.0.0.1", port, timeout=timeout)
     start = time.perf_counter()
     try:
@@ -67,7 +81,7 @@ def post(port: int, method: str, params: dict, rid: int, timeout: float = 120,
         conn.close()
     took = (time.perf_counter() - start) * 1000
     if expect not in data[:4096] and expect not in data[-4096:]:
-        raise RuntimeError(f"{method}: HTTP {resp.status} {data[:300]!r}")
+        raise RuntimeError(f"HTTP {resp.status} {data[:300]!r}")
     return took
 
 
@@ -76,41 +90,46 @@ def kib(pid: int, field: str) -> int:
     return int(re.search(field + r":\s+(\d+)", status).group(1))
 
 
-def big_requests(port: int, pid: int, size: int, rounds: int) -> None:
+def big_requests(port: int, pid: int, size: int, rounds: int, only: int | None) -> None:
     """The client's big messages, one kind at a time; prints each kind's RSS rise and latency."""
     tiny = [{"k": 1}] * (size // len('{"k":1},'))
-    text = "x" * size
+    # Encoded once, beforehand: the latencies are sluice's, not the encoder's.
+    refused = encode("tools/call", {"name": "fx__echo", "a": tiny}, 2, modern=False)
+    listed = encode("tools/list", {"a": tiny}, 3)
+    forwarded = encode("tools/call", {"name": "fx__echo", "arguments": {"text": "x", "a": tiny}}, 4)
+    plain = encode("tools/call", {"name": "fx__echo", "arguments": {"text": "x" * size}}, 5)
 
-    def eight() -> None:
-        threads = [threading.Thread(target=call, args=(port, "fx__echo", {"text": text}, 60 + i))
-                   for i in range(8)]
+    def eight() -> float:
+        threads = [threading.Thread(target=send, args=(port, *plain)) for _ in range(8)]
+        start = time.perf_counter()
         for t in threads:
             t.start()
         for t in threads:
             t.join()
+        return (time.perf_counter() - start) * 1000
 
     kinds = [
-        ("legacy POST without a session (refused)",
-         lambda: post(port, "tools/call", {"name": "fx__echo", "a": tiny}, 2, modern=False,
-                      expect=b'"error"')),
-        ("`tools/list` (answered by sluice)", lambda: post(port, "tools/list", {"a": tiny}, 3)),
-        ("`fx__echo`, the objects in its arguments (forwarded)",
-         lambda: call(port, "fx__echo", {"text": "x", "a": tiny}, 4)),
-        ("eight `fx__echo` at once, a plain text each", eight),
+        ("legacy POST without a session (refused)", 1,
+         lambda: send(port, *refused, expect=b'"error"')),
+        ("`tools/list` (answered by sluice)", 1, lambda: send(port, *listed)),
+        ("`fx__echo`, the objects in its arguments (forwarded)", 1, lambda: send(port, *forwarded)),
+        ("eight `fx__echo` at once, a plain text each (answered with it)", 8, eight),
     ]
     print(f"sluice; requests of {size} bytes, {rounds} rounds")
-    print("| request | RSS rise MiB (max of rounds) | x its size | ms (median) |\n|---|---|---|---|")
-    for name, send in kinds:
+    print("| request | RSS rise MiB (max of rounds) | x the messages' size | ms (median) |\n"
+          "|---|---|---|---|")
+    for i, (name, messages, run) in enumerate(kinds, 1):
+        if only not in (None, i):
+            continue
         rises, took = [], []
         for _ in range(rounds):
             Path(f"/proc/{pid}/clear_refs").write_text("5")
             before = kib(pid, "VmRSS")
-            start = time.perf_counter()
-            send()
-            took.append((time.perf_counter() - start) * 1000)
+            took.append(run())
             rises.append(kib(pid, "VmHWM") - before)
         rise = max(rises) / 1024
-        print(f"| {name} | {rise:.1f} | {rise * 1024 * 1024 / size:.2f} | {statistics.median(took):.0f} |")
+        ratio = rise * 1024 * 1024 / (size * messages)
+        print(f"| {name} | {rise:.1f} | {ratio:.2f} | {statistics.median(took):.0f} |")
 
 
 def pct(xs: list[float], p: float) -> float:
@@ -142,6 +161,7 @@ def main() -> int:
     ap.add_argument("--bytes", type=int, default=14 * 1024 * 1024)
     ap.add_argument("--rounds", type=int, default=5)
     ap.add_argument("--requests", action="store_true")
+    ap.add_argument("--kind", type=int, help="with --requests: only the Nth kind (1 to 4)")
     args = ap.parse_args()
 
     work = Path(tempfile.mkdtemp(prefix="bench-isolation."))
@@ -164,10 +184,6 @@ def main() -> int:
         # Both upstreams ready (their first call waits for the catalogs).
         for tool in ("fx__echo", "fy__echo"):
             call(port, tool, {"text": "warm"}, 1)
-        if args.requests:
-            big_requests(port, proc.pid, args.bytes, args.rounds)
-            return 0
-
         # The echo client is its own process: in this one, reading a 14 MiB answer would hold
         # the interpreter lock and stall the echoes it measures.
         out = work / "echoes.txt"
@@ -175,12 +191,21 @@ def main() -> int:
         time.sleep(3.0)
         big: list[float] = []
         big_start = time.time()
-        for i in range(args.rounds):
-            big.append(call(port, "fx__huge_write", {"bytes": args.bytes, "shape": "objects"}, 10 + i))
+        if args.requests:
+            big_requests(port, proc.pid, args.bytes, args.rounds, args.kind)
+        else:
+            for i in range(args.rounds):
+                big.append(call(port, "fx__huge_write", {"bytes": args.bytes, "shape": "objects"},
+                                10 + i))
         big_end = time.time()
         echo.terminate()
         echo.wait(30)
         echoes = [tuple(map(float, line.split())) for line in out.read_text().splitlines() if line.strip()]
+        if args.requests:
+            during = [ms for at, ms in echoes if big_start <= at < big_end]
+            print("| calls | n | p50 ms | p99 ms | max ms |\n|---|---|---|---|---|")
+            print(row("fy__echo while the client's big requests run", during))
+            return 0
         status = Path(f"/proc/{proc.pid}/status").read_text()
         hwm = int(re.search(r"VmHWM:\s+(\d+)", status).group(1)) // 1024
         before = [ms for at, ms in echoes if at < big_start]

@@ -89,7 +89,8 @@ pub struct ClientMessage {
 /// What a large request's params left as text, and where each part goes.
 #[derive(Debug, PartialEq)]
 pub struct Carried {
-    /// The params' text as the client sent it.
+    /// The message's text as the client sent it (the layout's ranges are
+    /// in it).
     text: Box<str>,
     layout: Layout,
 }
@@ -120,6 +121,16 @@ pub fn read(bytes: &[u8]) -> Option<Result<ClientMessage, EnvelopeError>> {
     read_carrying_from(bytes, CARRIED_AS_TEXT_FROM)
 }
 
+/// [`read`] of a message the caller owns: a large one is kept as it is,
+/// not copied, for what it carries.
+pub fn read_owned(bytes: Vec<u8>) -> Option<Result<ClientMessage, EnvelopeError>> {
+    if bytes.len() < CARRIED_AS_TEXT_FROM {
+        return read_whole(&bytes);
+    }
+    // JSON is UTF-8 throughout, also in the members skipped unread.
+    read_large(String::from_utf8(bytes).ok()?)
+}
+
 /// [`read`], carrying what is not read of a message of `carry_from` bytes
 /// and more (the fuzz harness reads small messages so).
 pub fn read_carrying_from(
@@ -127,17 +138,37 @@ pub fn read_carrying_from(
     carry_from: usize,
 ) -> Option<Result<ClientMessage, EnvelopeError>> {
     if bytes.len() < carry_from {
-        return Message::parse(bytes).map(|m| {
-            m.map(|message| ClientMessage {
-                message,
-                carried: None,
-            })
-        });
+        return read_whole(bytes);
     }
-    read_large(bytes)
+    read_large(std::str::from_utf8(bytes).ok()?.to_owned())
 }
 
-fn read_large(bytes: &[u8]) -> Option<Result<ClientMessage, EnvelopeError>> {
+fn read_whole(bytes: &[u8]) -> Option<Result<ClientMessage, EnvelopeError>> {
+    Message::parse(bytes).map(|m| {
+        m.map(|message| ClientMessage {
+            message,
+            carried: None,
+        })
+    })
+}
+
+fn read_large(text: String) -> Option<Result<ClientMessage, EnvelopeError>> {
+    let (message, layout) = match read_envelope(&text)? {
+        Ok(read) => read,
+        Err(e) => return Some(Err(e)),
+    };
+    let carried = layout.map(|layout| {
+        Arc::new(Carried {
+            text: text.into_boxed_str(),
+            layout,
+        })
+    });
+    Some(Ok(ClientMessage { message, carried }))
+}
+
+/// The message in `text`, and the layout of its params when part of them
+/// stayed text.
+fn read_envelope(text: &str) -> Option<Result<(Message, Option<Layout>), EnvelopeError>> {
     #[derive(serde::Deserialize)]
     struct Envelope<'a> {
         #[serde(borrow)]
@@ -149,12 +180,10 @@ fn read_large(bytes: &[u8]) -> Option<Result<ClientMessage, EnvelopeError>> {
         #[serde(borrow)]
         params: Option<&'a RawValue>,
     }
-    // JSON is UTF-8 throughout, also in the members skipped unread.
-    let text = std::str::from_utf8(bytes).ok()?;
     let envelope: Envelope<'_> = match serde_json::from_str(text) {
         Ok(envelope) => envelope,
         Err(e) if e.is_data() => {
-            let batch = bytes.trim_ascii_start().first() == Some(&b'[');
+            let batch = text.trim_ascii_start().starts_with('[');
             return Some(Err(if batch {
                 EnvelopeError::Batch
             } else {
@@ -165,18 +194,14 @@ fn read_large(bytes: &[u8]) -> Option<Result<ClientMessage, EnvelopeError>> {
     };
     let Some(method) = envelope.method else {
         // A response (a client's answer to a question): read whole.
-        return Message::parse(bytes).map(|m| {
-            m.map(|message| ClientMessage {
-                message,
-                carried: None,
-            })
-        });
+        return Message::parse(text.as_bytes()).map(|m| m.map(|message| (message, None)));
     };
+    let base = text.as_ptr() as usize;
     Some(classify(
         envelope.jsonrpc,
         envelope.id,
         method,
-        envelope.params,
+        envelope.params.map(|params| (params, base)),
     ))
 }
 
@@ -184,8 +209,8 @@ fn classify(
     version: Option<&RawValue>,
     id: Option<&RawValue>,
     method: &RawValue,
-    params: Option<&RawValue>,
-) -> Result<ClientMessage, EnvelopeError> {
+    params: Option<(&RawValue, usize)>,
+) -> Result<(Message, Option<Layout>), EnvelopeError> {
     if version.map(RawValue::get) != Some("\"2.0\"") {
         return Err(EnvelopeError::NotJsonRpc);
     }
@@ -202,11 +227,11 @@ fn classify(
     };
     let method: String =
         serde_json::from_str(method.get()).map_err(|_| EnvelopeError::NotJsonRpc)?;
-    let (params, carried) = match params {
+    let (params, layout) = match params {
         None => (Value::Null, None),
-        Some(raw) if raw.get() == "null" => (Value::Null, None),
-        Some(raw) if raw.get().starts_with('{') => {
-            read_params(raw.get(), Method::parse(&method)).ok_or(EnvelopeError::BadParams)?
+        Some((raw, _)) if raw.get() == "null" => (Value::Null, None),
+        Some((raw, base)) if raw.get().starts_with('{') => {
+            read_params(raw, base, Method::parse(&method)).ok_or(EnvelopeError::BadParams)?
         }
         Some(_) => return Err(EnvelopeError::BadParams),
     };
@@ -214,17 +239,13 @@ fn classify(
         Some(id) => Message::Request { id, method, params },
         None => Message::Notification { method, params },
     };
-    Ok(ClientMessage {
-        message,
-        carried: carried.map(Arc::new),
-    })
+    Ok((message, layout))
 }
 
-/// The params' tree, and what stayed text (`None` when nothing did).
-fn read_params(text: &str, method: Method) -> Option<(Value, Option<Carried>)> {
-    let text: Box<str> = text.into();
-    let raw: &RawValue = serde_json::from_str(&text).ok()?;
-    let base = raw.get().as_ptr() as usize;
+/// The params' tree, and their layout when part of them stayed text
+/// (`None` when nothing did). `base` is where the message's text starts:
+/// the layout's ranges are in it.
+fn read_params(raw: &RawValue, base: usize, method: Method) -> Option<(Value, Option<Layout>)> {
     let span = |value: &RawValue| {
         let start = value.get().as_ptr() as usize - base;
         start..start + value.get().len()
@@ -253,7 +274,7 @@ fn read_params(text: &str, method: Method) -> Option<(Value, Option<Carried>)> {
     let mut layout = Layout::default();
     let mut carries = false;
     let mut walk = Walk {
-        prev_end: 1,
+        prev_end: span(raw).start + 1,
         run: None,
     };
     payload::each_field(raw, |key, value| {
@@ -283,8 +304,7 @@ fn read_params(text: &str, method: Method) -> Option<(Value, Option<Carried>)> {
     })
     .ok()?;
     walk.flush(&mut layout);
-    let carried = carries.then_some(Carried { text, layout });
-    Some((Value::Object(tree), carried))
+    Some((Value::Object(tree), carries.then_some(layout)))
 }
 
 #[derive(Clone, Copy, PartialEq)]

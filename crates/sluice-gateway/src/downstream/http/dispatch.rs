@@ -57,13 +57,12 @@ pub(super) async fn post_mcp(
             };
         }
     };
+    // A large body is kept, not copied, for what its params carry.
     let read = if body.len() >= CARRIED_AS_TEXT_FROM {
-        offload::heavy(|| carried::read(&body))
+        offload::heavy(|| carried::read_owned(Vec::from(body)))
     } else {
         carried::read(&body)
     };
-    // What is kept of a large body is what `carried::read` made of it.
-    drop(body);
     let (message, carried) = match read {
         None => return state.refuse_early(Denied::ParseError),
         Some(Err(e)) => return state.refuse_early(Denied::InvalidMessage(envelope_message(&e))),
