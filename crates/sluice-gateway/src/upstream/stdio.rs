@@ -139,10 +139,9 @@ pub(crate) fn spawn(
 fn write_lines(mut stdin: ChildStdin) -> mpsc::Sender<Vec<u8>> {
     let (lines, mut rx) = mpsc::channel::<Vec<u8>>(256);
     tokio::spawn(async move {
-        let mut batch = Vec::new();
-        while let Some(line) = rx.recv().await {
-            // Lines already waiting go out in the same write.
-            batch.extend_from_slice(&line);
+        while let Some(mut batch) = rx.recv().await {
+            // Lines already waiting go out in the same write; a line alone
+            // (a large request, most often) is written without a copy.
             while let Ok(more) = rx.try_recv() {
                 batch.extend_from_slice(&more);
             }
@@ -153,7 +152,6 @@ fn write_lines(mut stdin: ChildStdin) -> mpsc::Sender<Vec<u8>> {
             if written.await.is_err() {
                 break;
             }
-            batch.clear();
         }
         // Dropping stdin closes it: a well-behaved child exits on EOF.
     });
@@ -270,7 +268,7 @@ impl Decoder for CappedLines {
 
     fn decode(&mut self, buf: &mut BytesMut) -> Result<Option<Frame>, std::io::Error> {
         if self.discarding.is_some() {
-            return Ok(match buf.iter().position(|b| *b == b'\n') {
+            return Ok(match memchr::memchr(b'\n', buf) {
                 Some(end) => {
                     buf.advance(end + 1);
                     self.discarding
@@ -283,7 +281,7 @@ impl Decoder for CappedLines {
                 }
             });
         }
-        if let Some(at) = buf[self.searched..].iter().position(|b| *b == b'\n') {
+        if let Some(at) = memchr::memchr(b'\n', &buf[self.searched..]) {
             let end = self.searched + at;
             self.searched = 0;
             if end > self.max {
