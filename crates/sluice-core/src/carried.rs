@@ -250,26 +250,14 @@ fn read_params(raw: &RawValue, base: usize, method: Method) -> Option<(Value, Op
         let start = value.get().as_ptr() as usize - base;
         start..start + value.get().len()
     };
-    let mut arguments = Arguments::Read;
-    if matches!(method, Method::CallTool | Method::GetPrompt) {
-        arguments = if method == Method::GetPrompt {
-            Arguments::Strings
-        } else {
-            Arguments::Carried
-        };
-        // A meta-tool of progressive mode reads its own arguments.
-        let mut name = None;
-        payload::each_field(raw, |key, value| {
-            if key == "name" {
-                name = serde_json::from_str::<String>(value.get()).ok();
-            }
-            Ok(())
-        })
-        .ok()?;
-        if method == Method::CallTool && name.as_deref().is_some_and(progressive::is_meta_tool) {
-            arguments = Arguments::Read;
-        }
-    }
+    // How the arguments are read: a tool's all carried, a prompt's (which
+    // must all be strings) carried but for those that are not, a
+    // meta-tool's of progressive mode (which reads them) parsed.
+    let arguments = match method {
+        Method::CallTool if !names_meta_tool(raw) => Some(Keep::Nothing),
+        Method::GetPrompt => Some(Keep::NonStrings),
+        _ => None,
+    };
     let mut tree = Map::new();
     let mut layout = Layout::default();
     let mut carries = false;
@@ -286,14 +274,9 @@ fn read_params(raw: &RawValue, base: usize, method: Method) -> Option<(Value, Op
         }
         walk.flush(&mut layout);
         let object = value.get().starts_with('{');
-        let (read, inner) = match key.as_ref() {
-            "_meta" if object => read_object(value, &span, reads_meta, Keep::Null)?,
-            "arguments" if object && arguments == Arguments::Carried => {
-                read_object(value, &span, |_| false, Keep::Null)?
-            }
-            "arguments" if object && arguments == Arguments::Strings => {
-                read_object(value, &span, |_| false, Keep::Strings)?
-            }
+        let (read, inner) = match (key.as_ref(), arguments) {
+            ("_meta", _) if object => read_object(value, &span, reads_meta, Keep::Nothing)?,
+            ("arguments", Some(keep)) if object => read_object(value, &span, |_| false, keep)?,
             _ => (serde_json::from_str(value.get())?, Layout::default()),
         };
         carries |= inner.carries();
@@ -307,23 +290,26 @@ fn read_params(raw: &RawValue, base: usize, method: Method) -> Option<(Value, Op
     Some((Value::Object(tree), carries.then_some(layout)))
 }
 
-#[derive(Clone, Copy, PartialEq)]
-enum Arguments {
-    /// Parsed like any member.
-    Read,
-    /// `{}` in the tree, every argument carried.
-    Carried,
-    /// A prompt's: strings carried, anything else `null` in the tree.
-    Strings,
+/// Whether a call's params name a meta-tool of progressive mode.
+fn names_meta_tool(raw: &RawValue) -> bool {
+    let mut name = None;
+    let _ = payload::each_field(raw, |key, value| {
+        if key == "name" {
+            name = serde_json::from_str::<String>(value.get()).ok();
+        }
+        Ok(())
+    });
+    name.as_deref().is_some_and(progressive::is_meta_tool)
 }
 
-/// What an object's carried members keep in the tree.
+/// What an object's carried members leave in the tree.
 #[derive(Clone, Copy)]
 enum Keep {
     /// Nothing.
-    Null,
-    /// A `null` in place of each member that is not a string.
-    Strings,
+    Nothing,
+    /// A `null` in place of each member that is not a string (so that a
+    /// prompt's arguments are refused as they would be read whole).
+    NonStrings,
 }
 
 /// The walk over one object's members: where the run of carried members
@@ -364,7 +350,7 @@ fn read_object(
     };
     payload::each_field(raw, |key, value| {
         let range = span(value);
-        let refused = matches!(keep, Keep::Strings) && !value.get().starts_with('"');
+        let refused = matches!(keep, Keep::NonStrings) && !value.get().starts_with('"');
         if !reads(&key) && !refused {
             walk.carry(range);
             return Ok(());
