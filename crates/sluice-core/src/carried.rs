@@ -35,7 +35,6 @@ use crate::jsonrpc::{self, EnvelopeError, MAX_ID_BYTES, Message};
 use crate::method::Method;
 use crate::payload::{self, CARRIED_AS_TEXT_FROM};
 use crate::progressive;
-use crate::protocol;
 use crate::trace_context;
 
 /// The params members sluice reads, for any method (MCP 2025-06-18 to
@@ -74,7 +73,6 @@ fn reads_meta(key: &str) -> bool {
         || key == "progressToken"
         || key == trace_context::TRACEPARENT
         || key == trace_context::TRACESTATE
-        || key == protocol::META_LOG_LEVEL
 }
 
 /// A client's message, and what was not read of it.
