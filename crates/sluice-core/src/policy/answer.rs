@@ -9,6 +9,7 @@ use serde_json::value::RawValue;
 
 use crate::boundary::Boundary;
 use crate::boundary::budget::{self, Surface};
+use crate::boundary::redact::text::{TREE_VALUES, text_values_over};
 use crate::boundary::redact::{Redactions, Redactor};
 use crate::config::{Config, UpstreamConfig};
 use crate::method::notification;
@@ -77,6 +78,21 @@ pub fn tool_boundary<'a>(
         .find(|p| p.tool == exposed)
         .map(|p| &p.projection);
     boundary
+}
+
+/// How an upstream's large answer travels (one of
+/// [`crate::payload::CARRIED_AS_TEXT_FROM`] bytes and more, read without a
+/// tree): as its text when it holds more values than a tree should, else
+/// as a tree. One long string costs about its size as a tree, and the
+/// tree's way through the boundary reads it fewer times than the text's.
+pub fn carried(text: Box<RawValue>) -> Payload {
+    if text_values_over(text.get(), TREE_VALUES) {
+        return Payload::Text(text);
+    }
+    match serde_json::from_str(text.get()) {
+        Ok(tree) => Payload::Tree(tree),
+        Err(_) => Payload::Text(text),
+    }
 }
 
 /// The upstream's outcome through the boundary: a result redacted,

@@ -14,7 +14,7 @@ use futures::future::{self, BoxFuture};
 use serde_json::{Map, Value};
 use sluice_core::jsonrpc::{EnvelopeError, Message, TextAnswer};
 use sluice_core::payload::{CARRIED_AS_TEXT_FROM, Payload};
-use sluice_core::policy::UpstreamFailure;
+use sluice_core::policy::{UpstreamFailure, answer};
 use sluice_core::protocol::Era;
 use tokio_util::sync::CancellationToken;
 
@@ -142,14 +142,15 @@ pub(crate) enum Received {
 impl Received {
     /// Reads one message; `None` when it is not JSON. A message of at
     /// least [`CARRIED_AS_TEXT_FROM`] bytes that is a successful answer is
-    /// read without a tree of its result.
+    /// read without a tree of its result, unless it holds few values
+    /// (`policy::answer::carried`).
     pub(crate) fn parse(bytes: &[u8]) -> Option<Result<Received, EnvelopeError>> {
         if bytes.len() < CARRIED_AS_TEXT_FROM {
             return Received::classify(Message::parse(bytes)?);
         }
         offload::heavy(|| match TextAnswer::parse(bytes) {
             Some(TextAnswer { id, result }) => {
-                let answer = Ok(Payload::Text(result));
+                let answer = Ok(answer::carried(result));
                 Some(Ok(Received::Answer { id, answer }))
             }
             None => Received::classify(Message::parse(bytes)?),

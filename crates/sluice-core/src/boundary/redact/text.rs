@@ -312,20 +312,10 @@ impl<'de> Walk<'_> {
 
     /// `[` or `{` when `raw` is a container too large for a tree; `None`
     /// for a scalar, a string or a small container.
-    /// A text that is not JSON counts as large: the walk over it is what
-    /// reports the error.
     fn container(&self, raw: &str) -> Option<u8> {
         let first = *raw.trim_start().as_bytes().first()?;
-        // Each value takes a byte at least: a short text needs no count.
-        if (first != b'[' && first != b'{') || raw.len() <= self.tree_values {
-            return None;
-        }
-        let mut left = self.tree_values;
-        let mut de = serde_json::Deserializer::from_str(raw);
-        match (Count(&mut left)).deserialize(&mut de) {
-            Ok(()) => None,
-            Err(_) => Some(first),
-        }
+        let container = first == b'[' || first == b'{';
+        (container && text_values_over(raw, self.tree_values)).then_some(first)
     }
 
     /// [`budget::binary_bytes`] of a value, over its text.
@@ -542,6 +532,19 @@ fn copy_compact(text: &str, out: &mut Vec<u8>) {
         }
         out.push(b);
     }
+}
+
+/// Whether the JSON text `raw` holds more than `limit` values (keys
+/// counted). A text that is not JSON counts as over: the walk over it is
+/// what reports the error.
+pub fn text_values_over(raw: &str, limit: usize) -> bool {
+    // Each value takes a byte at least: a short text needs no count.
+    if raw.len() <= limit {
+        return false;
+    }
+    let mut left = limit;
+    let mut de = serde_json::Deserializer::from_str(raw);
+    (Count(&mut left)).deserialize(&mut de).is_err()
 }
 
 /// Counts values down from the budget it holds, failing when it runs out.

@@ -210,3 +210,19 @@ fn a_result_carried_as_text_is_bounded_as_its_tree() {
         Err(Denied::Upstream(UpstreamFailure::nested_too_deeply("git")))
     );
 }
+
+#[test]
+fn a_large_answer_of_few_values_travels_as_a_tree_and_one_of_many_as_text() {
+    let raw = |json: String| RawValue::from_string(json).expect("json");
+    // One long string: a tree costs about its text.
+    let prose = format!(
+        r#"{{"content":[{{"type":"text","text":"{}"}}]}}"#,
+        "x".repeat(300_000)
+    );
+    let expected: Value = serde_json::from_str(&prose).expect("json");
+    assert!(matches!(carried(raw(prose)), Payload::Tree(tree) if tree == expected));
+    // Tiny objects: a hundred times their text as a tree.
+    let objects = format!(r#"{{"a":[{}]}}"#, vec![r#"{"k":1}"#; 40_000].join(","));
+    let text = raw(objects.clone());
+    assert!(matches!(carried(text), Payload::Text(t) if t.get() == objects));
+}
